@@ -1,0 +1,51 @@
+# gpuindex: PGXS build.  `make` builds gpuindex.so (host backend included)
+# and, when nvcc is found, gpuindex_cuda.so (the CUDA backend the device
+# service dlopens).  `make GPUINDEX_CUDA=0` skips CUDA entirely.
+
+EXTENSION = gpuindex
+EXTVERSION = 0.1.0
+
+MODULE_big = gpuindex
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/service/*.c src/store/*.c src/am/*.c)))
+
+# the extension script is assembled from per-topic fragments in src/sql/
+DATA_built = gpuindex--$(EXTVERSION).sql
+EXTRA_CLEAN = gpuindex--$(EXTVERSION).sql gpuindex_cuda.so test/unit/*.run
+
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/store -I$(srcdir)/src/service
+PG_CFLAGS = -std=gnu99 -Wall -Wmissing-prototypes
+SHLIB_LINK = -ldl -lm
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+gpuindex--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
+	cat $^ > $@
+
+# ---- CUDA backend -------------------------------------------------------
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+GPUINDEX_CUDA ?= $(if $(NVCC),1,0)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+# sm_90 machine code for H100/H200 plus compute_90 PTX for newer parts
+CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
+NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -I$(srcdir)/src/store
+CU_SRCS = $(sort $(wildcard cuda/*.cu))
+CU_HDRS = $(wildcard cuda/*.cuh) src/store/gi_backend.h
+
+ifeq ($(GPUINDEX_CUDA),1)
+all: gpuindex_cuda.so
+install: install-cuda
+
+gpuindex_cuda.so: $(CU_SRCS) $(CU_HDRS)
+	$(NVCC) $(NVCC_FLAGS) -shared -cudart static -o $@ $(CU_SRCS) \
+		-L$(CUDA_HOME)/lib64 -lcublas -Xlinker -rpath=$(CUDA_HOME)/lib64
+
+install-cuda: gpuindex_cuda.so
+	$(INSTALL_SHLIB) gpuindex_cuda.so '$(DESTDIR)$(pkglibdir)/'
+endif
+
+.PHONY: install-cuda unittest
+# ---- C unit tests of the store (cmocka, no server needed) ---------------
+unittest:
+	$(MAKE) -C test/unit run

@@ -1,0 +1,183 @@
+/*
+ * gi_backend.h
+ *		The compute backend interface: the mutable list store and the
+ *		operations that run on it.
+ *
+ * Two implementations stand behind this table of functions: the host
+ * backend (plain C, src/store/host_*.c, the reference that CI runs) and
+ * the CUDA backend (cuda/, built into gpuindex_cuda.so and dlopen'ed by the
+ * device service only).  Nothing here includes PostgreSQL headers: both
+ * implementations are ordinary C libraries so that they can be unit-tested
+ * outside the server and so that the CUDA module never calls into
+ * PostgreSQL.  Errors come back as a status code plus a message fetched
+ * with last_error(); the device service turns them into ereport()s.
+ *
+ * The store (see DESIGN.md section 2) holds lists of fixed-size records.
+ * Every record carries a 64-bit key (for index AMs: the heap TID, see
+ * gi_tid_to_key) and a payload of record_bytes bytes (a multiple of 4).
+ * Internally the store hands out dense row ids; the address translation
+ * table (ATT) maps a row to (slab << 32 | slot) and a hash map from key to
+ * row makes delete-by-key O(1).  A key may own several rows (posting-list
+ * AMs put one document in many lists); deleting a key removes all of them,
+ * in time proportional to that key's own rows.
+ *
+ * Records inside a slab are stored word-interleaved: 32-bit word j of the
+ * record in slot i lives at payload[j * GI_SLAB_RECORDS + i], so that a
+ * warp whose lane i handles slot i reads each word with one coalesced
+ * 128-byte transaction.  Callers always pass and receive payloads packed
+ * record after record; the layout inside the store is its own business.
+ */
+#ifndef GI_BACKEND_H
+#define GI_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* records per slab: one per warp lane, one bit each in the validity bitmap */
+#define GI_SLAB_RECORDS 32
+
+/* "no slab" / "no row" marker in links */
+#define GI_NIL UINT32_MAX
+
+typedef enum gi_status
+{
+	GI_OK = 0,
+	GI_ERR_LIMIT,				/* would exceed the configured memory limit */
+	GI_ERR_NOMEM,				/* the allocator (host or device) failed */
+	GI_ERR_INVALID,				/* bad argument (list out of range, ...) */
+	GI_ERR_DEVICE,				/* CUDA error: launch failure, lost device */
+	GI_ERR_UNSUPPORTED			/* this backend does not implement it */
+} gi_status;
+
+typedef struct gi_store gi_store;	/* opaque, one per index */
+
+typedef struct gi_store_params
+{
+	uint32_t	nlists;			/* number of lists, >= 1 */
+	uint32_t	record_bytes;	/* payload bytes per record, multiple of 4 */
+	uint32_t	chunk_slabs;	/* pool growth step in slabs; 0 = default */
+	bool		unique_keys;	/* insert of a present key is skipped */
+	uint64_t	memory_limit;	/* bytes this store may use; 0 = no limit */
+} gi_store_params;
+
+typedef struct gi_store_stats
+{
+	uint64_t	lists;
+	uint64_t	rows;			/* live records */
+	uint64_t	keys;			/* distinct live keys */
+	uint64_t	slabs_used;		/* slabs linked into some list */
+	uint64_t	slabs_free;		/* slabs on the free stack */
+	uint64_t	slabs_total;	/* slabs in the pool (used + free + never used) */
+	uint64_t	bytes;			/* memory held by the store, all structures */
+	uint64_t	payload_bytes;	/* rows * record_bytes: the raw data */
+	uint64_t	inserts;		/* records inserted since creation */
+	uint64_t	deletes;		/* records deleted since creation */
+} gi_store_stats;
+
+/* metrics understood by the search operations */
+typedef enum gi_metric
+{
+	GI_METRIC_L2 = 0,			/* squared Euclidean distance is ranked */
+	GI_METRIC_IP = 1,			/* negative inner product */
+	GI_METRIC_COSINE = 2		/* 1 - cosine similarity */
+} gi_metric;
+
+/* one search hit: key of the record and its distance */
+typedef struct gi_hit
+{
+	uint64_t	key;
+	float		distance;
+	uint32_t	pad;
+} gi_hit;
+
+typedef struct gi_backend_ops
+{
+	const char *name;			/* "cpu" or "cuda" */
+
+	/* message for the last non-OK status returned in this thread */
+	const char *(*last_error) (void);
+
+	/* number of usable devices; the host backend answers 1 */
+	int			(*device_count) (void);
+
+	/* human readable device description, e.g. "NVIDIA H100 80GB HBM3" */
+	const char *(*device_name) (void);
+
+	gi_status	(*store_create) (const gi_store_params *params, gi_store **out);
+	void		(*store_destroy) (gi_store *store);
+
+	/*
+	 * Insert n records: record i goes to list lists[i] with key keys[i] and
+	 * payload payloads + i * record_bytes.  With unique_keys, records whose
+	 * key is present are skipped.  *ninserted (may be NULL) receives the
+	 * number really inserted.  On error nothing or a prefix is inserted;
+	 * the store stays consistent either way.
+	 */
+	gi_status	(*store_insert) (gi_store *store, uint32_t n,
+								 const uint32_t *lists, const uint64_t *keys,
+								 const void *payloads, uint64_t *ninserted);
+
+	/*
+	 * Delete every record of each key in keys[0..n-1].  Unknown keys and
+	 * repeated keys are ignored (delete is idempotent).  *ndeleted (may be
+	 * NULL) receives the number of records removed.
+	 */
+	gi_status	(*store_delete) (gi_store *store, uint32_t n,
+								 const uint64_t *keys, uint64_t *ndeleted);
+
+	gi_status	(*store_stats) (gi_store *store, gi_store_stats *out);
+
+	/*
+	 * IVF search over a store whose records are float vectors of dim
+	 * dimensions (record_bytes == dim * 4) in nlists lists with the given
+	 * centroids (nlists * dim floats, row-major).  For each of the nq
+	 * queries the `probes` lists with the nearest centroids are scanned and
+	 * the k nearest records are written to hits[q * k ...] in ascending
+	 * (distance, key) order; slots beyond the records found get key 0 and
+	 * distance +Inf and found[q] tells how many are real.  May be NULL in a
+	 * backend that lacks it.
+	 */
+	gi_status	(*ivf_search) (gi_store *store, const float *centroids,
+							   uint32_t dim, gi_metric metric,
+							   uint32_t nq, const float *queries,
+							   uint32_t probes, uint32_t k,
+							   gi_hit *hits, uint32_t *found);
+} gi_backend_ops;
+
+/* the host backend, always present */
+extern const gi_backend_ops *gi_host_backend(void);
+
+/* the symbol gpuindex_cuda.so exports; returns NULL when unusable */
+typedef const gi_backend_ops *(*gi_backend_entry_fn) (void);
+#define GI_CUDA_ENTRY_SYMBOL "gi_cuda_backend"
+
+/* heap TIDs as store keys: block number in the high bits, offset low */
+static inline uint64_t
+gi_tid_to_key(uint32_t block, uint16_t offset)
+{
+	return ((uint64_t) block << 16) | offset;
+}
+
+static inline uint32_t
+gi_key_block(uint64_t key)
+{
+	return (uint32_t) (key >> 16);
+}
+
+static inline uint16_t
+gi_key_offset(uint64_t key)
+{
+	return (uint16_t) (key & 0xFFFF);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GI_BACKEND_H */
