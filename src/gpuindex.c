@@ -1,16 +1,153 @@
 /*
  * gpuindex.c
- *		Module entry: GUCs and registration of the device service.
+ *		Module entry: GUCs, the device service's registration, and the hook
+ *		that forgets the device store of a dropped index.
  */
 #include "postgres.h"
 
+#include <limits.h>
+
+#include "access/htup_details.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "gi_client.h"
+#include "gi_service.h"
+#include "gi_shmem.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+int			gi_device_choice = GI_DEVICE_AUTO;
+int			gi_memory_limit_mb = 0;
+int			gi_batch_linger_us = 0;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", GI_DEVICE_AUTO, false},
+	{"cpu", GI_DEVICE_CPU, false},
+	{"host", GI_DEVICE_CPU, true},
+	{"cuda", GI_DEVICE_CUDA, false},
+	{"gpu", GI_DEVICE_CUDA, true},
+	{NULL, 0, false}
+};
+
+/* index access methods whose indexes have a device store */
+static const char *const gi_am_names[] = {"gpuivf", "gpusparse", "genie"};
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static bool
+is_gpuindex_index(Oid relid)
+{
+	HeapTuple	tup;
+	Form_pg_class cls;
+	bool		ours = false;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	cls = (Form_pg_class) GETSTRUCT(tup);
+	if (cls->relkind == RELKIND_INDEX && OidIsValid(cls->relam))
+	{
+		char	   *amname = get_am_name(cls->relam);
+
+		for (int i = 0; amname && i < lengthof(gi_am_names); i++)
+			if (strcmp(amname, gi_am_names[i]) == 0)
+				ours = true;
+	}
+	ReleaseSysCache(tup);
+	return ours;
+}
+
+/*
+ * DROP INDEX / DROP TABLE: free the device store now.  Should the drop roll
+ * back, the index simply reloads from its pages on next use.
+ */
+static void
+gi_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+				 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
+		gi_shared != NULL && is_gpuindex_index(objectId))
+	{
+		GiStoreKey	key;
+
+		key.dbid = MyDatabaseId;
+		key.relid = objectId;
+		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
+	}
+}
+
+static void
+register_service(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* no database needed; start early so that standbys can search too */
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gpuindex");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gi_service_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "gpuindex device service");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "gpuindex device service");
+	RegisterBackgroundWorker(&worker);
+}
+
 void
 _PG_init(void)
 {
+	DefineCustomEnumVariable("gpuindex.device",
+							 "Compute backend of the gpuindex device service.",
+							 "auto uses CUDA when a usable GPU and the CUDA backend are present, "
+							 "else the host (CPU) backend; cpu forces the host backend; "
+							 "cuda requires a GPU and fails store requests without one.",
+							 &gi_device_choice,
+							 GI_DEVICE_AUTO,
+							 device_options,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.memory_limit",
+							"Memory all gpuindex stores together may use, in megabytes (0: no limit).",
+							"Inserts and loads that would pass it fail with an error; "
+							"with the CUDA backend this is device memory.",
+							&gi_memory_limit_mb,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.batch_linger_us",
+							"Microseconds the device service waits for more requests before answering a round.",
+							"Larger batches at the cost of latency; 0 answers at once.",
+							&gi_batch_linger_us,
+							0, 0, 100000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("gpuindex");
+
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = gi_object_access;
+
+	if (process_shared_preload_libraries_in_progress)
+	{
+		gi_shmem_register();
+		register_service();
+	}
 }

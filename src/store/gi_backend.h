@@ -148,6 +148,13 @@ typedef struct gi_backend_ops
 							   uint32_t nq, const float *queries,
 							   uint32_t probes, uint32_t k,
 							   gi_hit *hits, uint32_t *found);
+
+	/*
+	 * Change the store's memory limit (0 = none).  The device service
+	 * shares gpuindex.memory_limit among all stores and hands each store
+	 * what the others leave before every mutation batch.  May be NULL.
+	 */
+	void		(*store_set_limit) (gi_store *store, uint64_t memory_limit);
 } gi_backend_ops;
 
 /* the host backend, always present */

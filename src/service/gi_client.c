@@ -1,0 +1,243 @@
+/*
+ * gi_client.c
+ *		Backend side of the device service protocol.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/dsm.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/timestamp.h"
+
+#include "gi_client.h"
+#include "gi_shmem.h"
+
+/* how long a request may wait for a service that is not running at all */
+#define GI_NO_SERVICE_TIMEOUT_MS	30000
+
+void
+gi_require_service(void)
+{
+	if (gi_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gpuindex is not loaded through shared_preload_libraries"),
+				 errdetail("gpuindex indexes live in the gpuindex device service, a background worker started only when the library is preloaded."),
+				 errhint("Add gpuindex to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static GiSlot *
+my_slot(void)
+{
+	Assert(MyProc != NULL);
+	return &gi_shared->slots[MyProc->pgprocno];
+}
+
+/*
+ * Wait until an earlier, abandoned request of ours is out of the service's
+ * hands.  Usually the slot is idle already.
+ */
+static void
+wait_slot_idle(GiSlot *slot)
+{
+	for (;;)
+	{
+		GiSlotState st;
+
+		SpinLockAcquire(&slot->mutex);
+		st = slot->state;
+		if (st == GI_SLOT_DONE)
+			slot->state = st = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+		if (st == GI_SLOT_IDLE)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* on error while waiting: hand the request over to the service to drop */
+static void
+abandon_request(GiSlot *slot)
+{
+	SpinLockAcquire(&slot->mutex);
+	if (slot->state == GI_SLOT_DONE)
+		slot->state = GI_SLOT_IDLE;
+	else if (slot->state != GI_SLOT_IDLE)
+		slot->state = GI_SLOT_ABANDONED;
+	SpinLockRelease(&slot->mutex);
+}
+
+/* how long a backend polls for its answer before sleeping on its latch */
+#define GI_CLIENT_SPIN_US	30
+
+static void
+wait_for_answer(GiSlot *slot)
+{
+	TimestampTz	no_service_since = 0;
+	TimestampTz spin_until = GetCurrentTimestamp() + GI_CLIENT_SPIN_US;
+
+	for (;;)
+	{
+		GiSlotState st;
+		int			service_pid;
+
+		SpinLockAcquire(&slot->mutex);
+		st = slot->state;
+		SpinLockRelease(&slot->mutex);
+		if (st == GI_SLOT_DONE)
+			return;
+
+		/* small requests come back in microseconds: skip the sleep */
+		if (spin_until != 0)
+		{
+			if (GetCurrentTimestamp() < spin_until)
+			{
+				pg_spin_delay();
+				continue;
+			}
+			spin_until = 0;
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+
+		SpinLockAcquire(&gi_shared->mutex);
+		service_pid = gi_shared->service_pid;
+		SpinLockRelease(&gi_shared->mutex);
+		if (service_pid != 0)
+			no_service_since = 0;
+		else if (no_service_since == 0)
+			no_service_since = GetCurrentTimestamp();
+		else if (TimestampDifferenceExceeds(no_service_since, GetCurrentTimestamp(),
+											GI_NO_SERVICE_TIMEOUT_MS))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("gpuindex device service is not running"),
+					 errdetail("No device service answered for %d seconds.",
+							   GI_NO_SERVICE_TIMEOUT_MS / 1000),
+					 errhint("Check the server log for why the \"gpuindex device service\" background worker does not start.")));
+	}
+}
+
+/* one submission; returns the raw reply */
+static void
+submit_once(GiCall *call)
+{
+	GiSlot	   *slot = my_slot();
+	Size		capacity = Max(call->in_size, call->out_capacity);
+	dsm_segment *seg = NULL;
+	char	   *buf;
+
+	wait_slot_idle(slot);
+
+	if (capacity > GI_SLOT_INLINE)
+	{
+		seg = dsm_create(capacity, 0);
+		buf = dsm_segment_address(seg);
+		slot->dsm = dsm_segment_handle(seg);
+		slot->capacity = capacity;
+	}
+	else
+	{
+		buf = slot->buf;
+		slot->dsm = DSM_HANDLE_INVALID;
+		slot->capacity = GI_SLOT_INLINE;
+	}
+	if (call->in_size > 0)
+		memcpy(buf, call->in, call->in_size);
+
+	slot->type = call->type;
+	slot->key = call->key;
+	slot->args = call->args;
+	slot->in_size = call->in_size;
+	slot->latch = MyLatch;
+	slot->pid = MyProcPid;
+	slot->reply = GI_REPLY_ERROR;
+	memset(&slot->rargs, 0, sizeof(slot->rargs));
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = GI_SLOT_QUEUED;
+	SpinLockRelease(&slot->mutex);
+	gi_wake_service();
+
+	PG_TRY();
+	{
+		wait_for_answer(slot);
+	}
+	PG_CATCH();
+	{
+		abandon_request(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	call->reply = slot->reply;
+	call->rargs = slot->rargs;
+	call->out = NULL;
+	if (call->reply == GI_REPLY_OK && call->rargs.out_size > 0)
+	{
+		Assert(call->rargs.out_size <= slot->capacity);
+		call->out = palloc(call->rargs.out_size);
+		memcpy(call->out, buf, call->rargs.out_size);
+	}
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = GI_SLOT_IDLE;
+	SpinLockRelease(&slot->mutex);
+
+	if (seg)
+		dsm_detach(seg);
+}
+
+void
+gi_call(GiCall *call)
+{
+	gi_require_service();
+
+	for (;;)
+	{
+		submit_once(call);
+
+		switch (call->reply)
+		{
+			case GI_REPLY_RESTARTED:
+				/* the service died with our request: the new one gets it */
+				continue;
+			case GI_REPLY_TOO_SMALL:
+				call->out_capacity = call->rargs.out_needed;
+				continue;
+			case GI_REPLY_ERROR:
+				ereport(ERROR,
+						(errcode(call->rargs.sqlstate ? call->rargs.sqlstate : ERRCODE_INTERNAL_ERROR),
+						 errmsg("%s", call->rargs.errmsg)));
+				break;
+			default:
+				return;
+		}
+	}
+}
+
+GiReply
+gi_call_simple(GiReqType type, const GiStoreKey *key, const GiReqArgs *args,
+			   GiRespArgs *rargs)
+{
+	GiCall		call;
+
+	memset(&call, 0, sizeof(call));
+	call.type = type;
+	if (key)
+		call.key = *key;
+	if (args)
+		call.args = *args;
+	gi_call(&call);
+	if (rargs)
+		*rargs = call.rargs;
+	return call.reply;
+}

@@ -1,0 +1,48 @@
+/*
+ * gi_client.h
+ *		Backend side of the device service: send a request, sleep, read the
+ *		answer.
+ *
+ * Usage: fill a GiCall (type, key, args, in/in_size, out_capacity), call
+ * gi_call().  On return call->reply is one of GI_REPLY_OK, NOT_LOADED,
+ * BUSY or ALREADY_LOADED (the others are handled inside: ERROR replies
+ * become ereport(ERROR), TOO_SMALL and RESTARTED are retried), and
+ * call->out (palloc'd in the caller's memory context, or NULL) holds
+ * call->rargs.out_size bytes of answer.
+ *
+ * The wait honours query cancel, statement_timeout and postmaster death;
+ * if the service is restarted while a request is in flight, the request is
+ * resubmitted to the new service (which will usually answer NOT_LOADED,
+ * after which the caller reloads from its index pages).
+ */
+#ifndef GI_CLIENT_H
+#define GI_CLIENT_H
+
+#include "gi_protocol.h"
+
+typedef struct GiCall
+{
+	/* request */
+	GiReqType	type;
+	GiStoreKey	key;
+	GiReqArgs	args;
+	const void *in;
+	Size		in_size;
+	Size		out_capacity;	/* expected answer size; grown on demand */
+
+	/* answer */
+	GiReply		reply;
+	GiRespArgs	rargs;
+	void	   *out;
+} GiCall;
+
+/* ERROR unless gpuindex was preloaded (shared_preload_libraries) */
+extern void gi_require_service(void);
+
+extern void gi_call(GiCall *call);
+
+/* convenience: a call with no payload in either direction */
+extern GiReply gi_call_simple(GiReqType type, const GiStoreKey *key,
+							  const GiReqArgs *args, GiRespArgs *rargs);
+
+#endif							/* GI_CLIENT_H */

@@ -1,0 +1,169 @@
+/*
+ * gi_protocol.h
+ *		Requests between backends and the device service.
+ *
+ * A backend owns one request slot in shared memory (indexed by its
+ * pgprocno) and has at most one request in flight.  The fixed part of a
+ * request (type, store, small arguments) lives in the slot; the variable
+ * part (vectors, keys, results) lives in the slot's inline buffer when it
+ * fits and otherwise in a DSM segment the backend creates for the call.
+ * The answer is written in place: reply code and small results in the
+ * slot, variable results over the same buffer.
+ *
+ * Stores are named by (database, index OID) and carry the relfilenode
+ * they were loaded from: a request naming another relfilenode (after
+ * REINDEX or TRUNCATE) finds the store "not loaded" and the backend
+ * reloads it from the index pages, which replaces the stale one.
+ */
+#ifndef GI_PROTOCOL_H
+#define GI_PROTOCOL_H
+
+#include "gi_backend.h"
+
+/* inline payload buffer of each slot; larger payloads go through DSM */
+#define GI_SLOT_INLINE		(16 * 1024)
+
+/* length of an error message carried back to the backend */
+#define GI_ERRMSG_LEN		256
+
+typedef enum GiReqType
+{
+	GI_REQ_NONE = 0,
+	GI_REQ_PING,				/* empty round trip */
+	GI_REQ_SERVICE_INFO,		/* out: GiServiceInfo */
+	GI_REQ_STATS,				/* out: GiStoreStatRow[count] */
+	GI_REQ_LOAD_BEGIN,			/* in: centroids; starts (re)loading a store */
+	GI_REQ_LOAD_CHUNK,			/* in: records (GiRecordsLayout) */
+	GI_REQ_LOAD_END,			/* store becomes ready */
+	GI_REQ_INSERT,				/* in: records (GiRecordsLayout) */
+	GI_REQ_DELETE,				/* in: uint64 keys[n] */
+	GI_REQ_DROP,				/* forget the store (DROP INDEX) */
+	GI_REQ_SEARCH,				/* in: float queries[n][dim]; out: GiSearchLayout */
+	GI_REQ_NTYPES
+} GiReqType;
+
+typedef enum GiReply
+{
+	GI_REPLY_OK = 0,
+	GI_REPLY_NOT_LOADED,		/* store absent, loading, or of another
+								 * relfilenode: load it from the pages */
+	GI_REPLY_BUSY,				/* another backend is loading it: retry */
+	GI_REPLY_ALREADY_LOADED,	/* LOAD_BEGIN found it ready */
+	GI_REPLY_TOO_SMALL,			/* answer needs rargs.out_needed bytes */
+	GI_REPLY_RESTARTED,			/* service restarted mid-request: resubmit */
+	GI_REPLY_ERROR				/* rargs.sqlstate + rargs.errmsg */
+} GiReply;
+
+/* kinds of store the service knows how to search */
+typedef enum GiStoreKind
+{
+	GI_KIND_IVF_FLAT = 1
+} GiStoreKind;
+
+typedef struct GiStoreKey
+{
+	Oid			dbid;
+	Oid			relid;			/* index OID */
+} GiStoreKey;
+
+/* fixed-size request arguments; which fields matter depends on the type */
+typedef struct GiReqArgs
+{
+	Oid			relfilenode;	/* the pages this request refers to */
+	uint32		kind;			/* LOAD_BEGIN: GiStoreKind */
+	uint32		nlists;			/* LOAD_BEGIN */
+	uint32		dim;			/* LOAD_BEGIN, SEARCH (checked) */
+	uint32		metric;			/* LOAD_BEGIN: gi_metric */
+	uint32		record_bytes;	/* LOAD_BEGIN */
+	uint32		n;				/* records, keys or queries in the payload */
+	uint32		k;				/* SEARCH */
+	uint32		probes;			/* SEARCH */
+	uint64		load_token;		/* LOAD_CHUNK, LOAD_END */
+} GiReqArgs;
+
+typedef struct GiRespArgs
+{
+	uint64		count;			/* records inserted/deleted, rows returned */
+	uint64		out_size;		/* bytes of payload written back */
+	uint64		out_needed;		/* GI_REPLY_TOO_SMALL: bytes required */
+	uint64		load_token;		/* LOAD_BEGIN: token for chunks and end */
+	int			sqlstate;		/* GI_REPLY_ERROR */
+	char		errmsg[GI_ERRMSG_LEN];
+} GiRespArgs;
+
+/* GI_REQ_SERVICE_INFO answer */
+typedef struct GiServiceInfo
+{
+	int			pid;
+	uint64		generation;
+	char		backend[16];	/* "cpu" / "cuda" */
+	char		device_name[128];
+	uint64		requests;		/* requests answered */
+	uint64		rounds;			/* wake-ups that found work */
+	uint64		stores;
+	uint64		bytes;			/* all stores */
+	uint64		requests_by_type[GI_REQ_NTYPES];
+} GiServiceInfo;
+
+/* GI_REQ_STATS answer row, one per store */
+typedef struct GiStoreStatRow
+{
+	GiStoreKey	key;
+	Oid			relfilenode;
+	uint32		kind;
+	bool		ready;			/* false while loading */
+	char		backend[16];
+	uint32		dim;
+	uint32		metric;
+	gi_store_stats st;
+	uint64		searches;		/* queries answered */
+	uint64		search_batches; /* backend search calls */
+	uint64		insert_requests;
+	uint64		insert_batches;
+	uint64		delete_requests;
+	uint64		delete_batches;
+	uint64		loads;			/* completed loads */
+} GiStoreStatRow;
+
+/*
+ * Records travel as three arrays back to back: keys (8-byte aligned
+ * first), list numbers, then packed payloads.
+ */
+static inline Size
+gi_records_size(uint32 n, uint32 record_bytes)
+{
+	return (Size) n * (sizeof(uint64) + sizeof(uint32) + record_bytes);
+}
+
+static inline uint64 *
+gi_records_keys(void *buf)
+{
+	return (uint64 *) buf;
+}
+
+static inline uint32 *
+gi_records_lists(void *buf, uint32 n)
+{
+	return (uint32 *) ((char *) buf + (Size) n * sizeof(uint64));
+}
+
+static inline void *
+gi_records_payloads(void *buf, uint32 n)
+{
+	return (char *) buf + (Size) n * (sizeof(uint64) + sizeof(uint32));
+}
+
+/* search answers: hits[n * k] then found[n] */
+static inline Size
+gi_search_out_size(uint32 n, uint32 k)
+{
+	return (Size) n * k * sizeof(gi_hit) + (Size) n * sizeof(uint32);
+}
+
+static inline uint32 *
+gi_search_found(void *buf, uint32 n, uint32 k)
+{
+	return (uint32 *) ((char *) buf + (Size) n * k * sizeof(gi_hit));
+}
+
+#endif							/* GI_PROTOCOL_H */

@@ -1,0 +1,274 @@
+/*
+ * gi_worker.c
+ *		The device service: a background worker that owns the compute
+ *		backend and every index store, and answers backends' requests in
+ *		batches.
+ *
+ * One loop: collect every queued request (optionally lingering a few
+ * microseconds for more, gpuindex.batch_linger_us), hand the whole round
+ * to gi_dispatch_round(), which merges requests of one kind on one store
+ * into one backend call, then sleep on the latch until a backend sets it.
+ * The service is not connected to any database; backends read index pages
+ * and send what the service needs.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "gi_service.h"
+
+PGDLLEXPORT void gi_service_main(Datum main_arg);
+
+/* how long the service polls for new requests after a round */
+#define GI_SERVICE_SPIN_US	50
+
+uint64		gi_requests_total = 0;
+uint64		gi_rounds_total = 0;
+uint64		gi_requests_by_type[GI_REQ_NTYPES];
+
+static void
+gi_service_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&gi_shared->mutex);
+	if (gi_shared->service_pid == MyProcPid)
+	{
+		gi_shared->service_pid = 0;
+		gi_shared->service_latch = NULL;
+	}
+	SpinLockRelease(&gi_shared->mutex);
+}
+
+/*
+ * Requests a previous incarnation was running when it died will never be
+ * answered by it: tell their backends to resubmit.  Queued ones stay
+ * queued for us.
+ */
+static void
+recover_slots(void)
+{
+	for (int i = 0; i < gi_shared->nslots; i++)
+	{
+		GiSlot	   *slot = &gi_shared->slots[i];
+		Latch	   *latch = NULL;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == GI_SLOT_RUNNING)
+		{
+			slot->reply = GI_REPLY_RESTARTED;
+			slot->state = GI_SLOT_DONE;
+			latch = slot->latch;
+		}
+		else if (slot->state == GI_SLOT_ABANDONED)
+			slot->state = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+		if (latch)
+			SetLatch(latch);
+	}
+}
+
+/* take queued requests into work[]; drop abandoned ones */
+static int
+collect(GiWork *work, int nwork, int max)
+{
+	for (int i = 0; i < gi_shared->nslots && nwork < max; i++)
+	{
+		GiSlot	   *slot = &gi_shared->slots[i];
+		bool		take = false;
+
+		/* unlocked peek: the common case is an idle slot */
+		if (slot->state != GI_SLOT_QUEUED && slot->state != GI_SLOT_ABANDONED)
+			continue;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == GI_SLOT_QUEUED)
+		{
+			slot->state = GI_SLOT_RUNNING;
+			take = true;
+		}
+		else if (slot->state == GI_SLOT_ABANDONED)
+			slot->state = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+
+		if (take)
+		{
+			GiWork	   *w = &work[nwork++];
+
+			w->slot = slot;
+			w->seg = NULL;
+			w->buf = slot->buf;
+			w->answered = false;
+		}
+	}
+	return nwork;
+}
+
+/* map payload segments; a vanished segment means the backend left */
+static int
+attach_payloads(GiWork *work, int nwork)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < nwork; i++)
+	{
+		GiWork	   *w = &work[i];
+
+		if (w->slot->dsm != DSM_HANDLE_INVALID)
+		{
+			w->seg = dsm_attach(w->slot->dsm);
+			if (w->seg == NULL)
+			{
+				gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
+							   "gpuindex request payload vanished");
+				continue;
+			}
+			w->buf = dsm_segment_address(w->seg);
+		}
+		work[kept++] = *w;
+	}
+	return kept;
+}
+
+/* publish answers and wake the backends */
+static void
+finish_round(GiWork *work, int nwork)
+{
+	for (int i = 0; i < nwork; i++)
+	{
+		GiWork	   *w = &work[i];
+		GiSlot	   *slot = w->slot;
+		Latch	   *latch = NULL;
+
+		if (!w->answered)
+			gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
+						   "gpuindex device service did not answer request type %d",
+						   (int) slot->type);
+		if (w->seg)
+		{
+			dsm_detach(w->seg);
+			w->seg = NULL;
+		}
+		SpinLockAcquire(&slot->mutex);
+		if (slot->state == GI_SLOT_RUNNING)
+		{
+			slot->state = GI_SLOT_DONE;
+			latch = slot->latch;
+		}
+		else					/* abandoned meanwhile */
+			slot->state = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+		if (latch)
+			SetLatch(latch);
+	}
+}
+
+void
+gi_service_main(Datum main_arg)
+{
+	MemoryContext round_cxt;
+	GiWork	   *work;
+	int			maxwork = gi_shared->nslots;
+	TimestampTz spin_until = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	pgstat_report_appname("gpuindex device service");
+	gi_device_init();
+	gi_stores_init();
+
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "gpuindex round",
+									  ALLOCSET_DEFAULT_SIZES);
+	work = MemoryContextAllocZero(TopMemoryContext, sizeof(GiWork) * maxwork);
+
+	before_shmem_exit(gi_service_detach, (Datum) 0);
+	SpinLockAcquire(&gi_shared->mutex);
+	gi_shared->generation++;
+	gi_shared->service_pid = MyProcPid;
+	gi_shared->service_latch = MyLatch;
+	gi_shared->service_started = GetCurrentTimestamp();
+	SpinLockRelease(&gi_shared->mutex);
+	recover_slots();
+
+	for (;;)
+	{
+		int			nwork;
+
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		nwork = collect(work, 0, maxwork);
+		if (nwork == 0 && GetCurrentTimestamp() < spin_until)
+		{
+			/*
+			 * Right after a round more requests are likely (a client's next
+			 * query); polling briefly saves the latch wake-up, which costs
+			 * more than the request itself.
+			 */
+			pg_spin_delay();
+			continue;
+		}
+		if (nwork == 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+							 PG_WAIT_EXTENSION);
+			continue;
+		}
+		if (gi_batch_linger_us > 0 && nwork < maxwork)
+		{
+			/* trade a little latency for larger batches */
+			pg_usleep(gi_batch_linger_us);
+			nwork = collect(work, nwork, maxwork);
+		}
+
+		gi_rounds_total++;
+		gi_requests_total += nwork;
+		for (int i = 0; i < nwork; i++)
+			if (work[i].slot->type > 0 && work[i].slot->type < GI_REQ_NTYPES)
+				gi_requests_by_type[work[i].slot->type]++;
+
+		MemoryContextSwitchTo(round_cxt);
+		PG_TRY();
+		{
+			nwork = attach_payloads(work, nwork);
+			gi_dispatch_round(work, nwork);
+		}
+		PG_CATCH();
+		{
+			/*
+			 * A PostgreSQL error inside the service (out of memory, say)
+			 * fails this round's requests, not the service and its stores.
+			 */
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(TopMemoryContext);
+			edata = CopyErrorData();
+			FlushErrorState();
+			for (int i = 0; i < nwork; i++)
+				if (!work[i].answered)
+					gi_reply_error(&work[i], edata->sqlerrcode,
+								   "gpuindex device service: %s", edata->message);
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		finish_round(work, nwork);
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(round_cxt);
+		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;
+	}
+}
