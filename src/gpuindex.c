@@ -95,9 +95,13 @@ register_service(void)
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	/* no database needed; start early so that standbys can search too */
-	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	/*
+	 * The service reads no catalogs, but a (database-less) connection puts
+	 * it in pg_stat_activity and lets pg_terminate_backend reach it.
+	 * Consistent state, not recovery end, so that standbys can search.
+	 */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gpuindex");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gi_service_main");
@@ -117,7 +121,8 @@ _PG_init(void)
 							 &gi_device_choice,
 							 GI_DEVICE_AUTO,
 							 device_options,
-							 PGC_POSTMASTER,
+	/* a POSTMASTER variable cannot be defined by a late load (CREATE EXTENSION) */
+							 process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
 

@@ -73,7 +73,7 @@ abandon_request(GiSlot *slot)
 }
 
 /* how long a backend polls for its answer before sleeping on its latch */
-#define GI_CLIENT_SPIN_US	30
+#define GI_CLIENT_SPIN_US	100
 
 static void
 wait_for_answer(GiSlot *slot)

@@ -182,6 +182,7 @@ gi_service_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	pgstat_report_appname("gpuindex device service");
 	gi_device_init();

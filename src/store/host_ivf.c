@@ -1,0 +1,413 @@
+/*
+ * host_ivf.c
+ *		IVF search over the host slab store: the reference the CUDA kernels
+ *		are compared against.
+ *
+ * Numerics (the tests' brute force follows the same rules, and the CUDA
+ * backend is compared with a tolerance):
+ *	- every distance is accumulated in double, dimension 0 first, from the
+ *	  float inputs, then rounded once to float;
+ *	- L2: sum (x - q)^2;  IP: -sum x * q;
+ *	  cosine: 1 - dot / (sqrt(|q|^2) * sqrt(|x|^2)), +Inf when either norm
+ *	  is zero;
+ *	- a NaN distance (NaN or Inf in the data) ranks as +Inf, so it sorts
+ *	  last and never breaks the ordering;
+ *	- records are ranked by (float distance, key) ascending, so the order
+ *	  agrees with the distances reported; probed lists are chosen by
+ *	  (double centroid distance, list number).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_store.h"
+
+typedef struct gi_host_cand
+{
+	double		dist;
+	uint64_t	id;
+} gi_host_cand;
+
+/*
+ * Bounded max-heap of the best candidates so far: v[0] is the worst one
+ * kept, so a new candidate is compared with it once and usually rejected.
+ */
+typedef struct gi_host_topk
+{
+	gi_host_cand *v;
+	uint32_t	n;
+	uint32_t	cap;
+} gi_host_topk;
+
+static inline bool
+gi_host_cand_less(gi_host_cand a, gi_host_cand b)
+{
+	return a.dist < b.dist || (a.dist == b.dist && a.id < b.id);
+}
+
+static void
+gi_host_sift_down(gi_host_cand *v, uint32_t n, uint32_t i)
+{
+	for (;;)
+	{
+		uint32_t	l = 2 * i + 1;
+		uint32_t	big = i;
+		gi_host_cand t;
+
+		if (l < n && gi_host_cand_less(v[big], v[l]))
+			big = l;
+		if (l + 1 < n && gi_host_cand_less(v[big], v[l + 1]))
+			big = l + 1;
+		if (big == i)
+			return;
+		t = v[i];
+		v[i] = v[big];
+		v[big] = t;
+		i = big;
+	}
+}
+
+static void
+gi_host_topk_push(gi_host_topk *t, double dist, uint64_t id)
+{
+	gi_host_cand c;
+
+	c.dist = dist;
+	c.id = id;
+	if (t->n < t->cap)
+	{
+		uint32_t	i = t->n++;
+
+		while (i > 0)
+		{
+			uint32_t	parent = (i - 1) / 2;
+
+			if (!gi_host_cand_less(t->v[parent], c))
+				break;
+			t->v[i] = t->v[parent];
+			i = parent;
+		}
+		t->v[i] = c;
+	}
+	else if (t->cap > 0 && gi_host_cand_less(c, t->v[0]))
+	{
+		t->v[0] = c;
+		gi_host_sift_down(t->v, t->n, 0);
+	}
+}
+
+/* heap sort in place: ascending (dist, id) */
+static void
+gi_host_topk_sort(gi_host_topk *t)
+{
+	uint32_t	m;
+
+	for (m = t->n; m > 1; m--)
+	{
+		gi_host_cand tmp = t->v[0];
+
+		t->v[0] = t->v[m - 1];
+		t->v[m - 1] = tmp;
+		gi_host_sift_down(t->v, m - 1, 0);
+	}
+}
+
+/* turn the accumulated sums into the metric's distance */
+static inline double
+gi_host_finish(gi_metric metric, double acc, double norm2, double qnorm2)
+{
+	switch (metric)
+	{
+		case GI_METRIC_L2:
+			return acc;
+		case GI_METRIC_IP:
+			return -acc;
+		case GI_METRIC_COSINE:
+			if (qnorm2 == 0.0 || norm2 == 0.0)
+				return INFINITY;
+			return 1.0 - acc / (sqrt(qnorm2) * sqrt(norm2));
+	}
+	return INFINITY;
+}
+
+/* NaN ranks last */
+static inline float
+gi_host_rank_value(double d)
+{
+	float		f = (float) d;
+
+	return isnan(f) ? INFINITY : f;
+}
+
+static double
+gi_host_norm2(const float *v, uint32_t dim)
+{
+	double		s = 0.0;
+	uint32_t	j;
+
+	for (j = 0; j < dim; j++)
+		s += (double) v[j] * v[j];
+	return s;
+}
+
+/* distance between the query and a contiguous vector (a centroid) */
+static double
+gi_host_vec_distance(gi_metric metric, uint32_t dim, const float *q,
+					 double qnorm2, const float *x)
+{
+	double		acc = 0.0;
+	uint32_t	j;
+
+	if (metric == GI_METRIC_L2)
+	{
+		for (j = 0; j < dim; j++)
+		{
+			double		d = (double) x[j] - q[j];
+
+			acc += d * d;
+		}
+		return acc;
+	}
+	for (j = 0; j < dim; j++)
+		acc += (double) x[j] * q[j];
+	return gi_host_finish(metric, acc,
+						  metric == GI_METRIC_COSINE ? gi_host_norm2(x, dim) : 0.0,
+						  qnorm2);
+}
+
+/*
+ * Distances of all 32 slots of a slab at once.  The interleaved layout
+ * makes word j of every slot one contiguous run of 32 floats, so the inner
+ * loop runs across slots; each slot still sums its dimensions in order 0..
+ * dim-1, exactly like gi_host_vec_distance.  Slots without a valid bit get
+ * meaningless (but defined: the pool is zeroed) values the caller ignores.
+ */
+static void
+gi_host_slab_distances(gi_metric metric, uint32_t dim, const float *q,
+					   double qnorm2, const uint32_t *payload,
+					   double out[GI_SLAB_RECORDS])
+{
+	double		acc[GI_SLAB_RECORDS];
+	double		nrm[GI_SLAB_RECORDS];
+	float		lane[GI_SLAB_RECORDS];
+	uint32_t	i;
+	uint32_t	j;
+
+	for (i = 0; i < GI_SLAB_RECORDS; i++)
+	{
+		acc[i] = 0.0;
+		nrm[i] = 0.0;
+	}
+	for (j = 0; j < dim; j++)
+	{
+		double		qj = q[j];
+
+		/* memcpy: the store holds words, not floats (no aliasing games) */
+		memcpy(lane, payload + (size_t) j * GI_SLAB_RECORDS, sizeof(lane));
+		if (metric == GI_METRIC_L2)
+		{
+			for (i = 0; i < GI_SLAB_RECORDS; i++)
+			{
+				double		d = (double) lane[i] - qj;
+
+				acc[i] += d * d;
+			}
+		}
+		else
+		{
+			for (i = 0; i < GI_SLAB_RECORDS; i++)
+			{
+				acc[i] += (double) lane[i] * qj;
+				nrm[i] += (double) lane[i] * lane[i];
+			}
+		}
+	}
+	for (i = 0; i < GI_SLAB_RECORDS; i++)
+		out[i] = gi_host_finish(metric, acc[i], nrm[i], qnorm2);
+}
+
+/* one slot of a slab: for sparsely filled slabs, same sums as above */
+static double
+gi_host_slot_distance(gi_metric metric, uint32_t dim, const float *q,
+					  double qnorm2, const uint32_t *payload, uint32_t slot)
+{
+	double		acc = 0.0;
+	double		nrm = 0.0;
+	uint32_t	j;
+
+	for (j = 0; j < dim; j++)
+	{
+		float		x;
+		double		qj = q[j];
+
+		memcpy(&x, payload + (size_t) j * GI_SLAB_RECORDS + slot, sizeof(x));
+		if (metric == GI_METRIC_L2)
+		{
+			double		d = (double) x - qj;
+
+			acc += d * d;
+		}
+		else
+		{
+			acc += (double) x * qj;
+			nrm += (double) x * x;
+		}
+	}
+	return gi_host_finish(metric, acc, nrm, qnorm2);
+}
+
+/* below this many live slots, computing only those beats a full slab pass */
+#define GI_HOST_SPARSE_SLAB 8
+
+gi_status
+gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
+				   gi_metric metric, uint32_t nq, const float *queries,
+				   uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const gi_store_params *params;
+	gi_store_stats stats;
+	gi_host_topk best;
+	gi_host_topk lists;
+	uint32_t	cap;
+	uint32_t	q;
+
+	if (store == NULL)
+	{
+		gi_host_set_error("ivf_search: no store");
+		return GI_ERR_INVALID;
+	}
+	params = gi_host_store_params(store);
+	if (dim == 0 || (uint64_t) dim * 4 != params->record_bytes)
+	{
+		gi_host_set_error("ivf_search: dimension %u does not match records of %u bytes",
+						  dim, params->record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (metric != GI_METRIC_L2 && metric != GI_METRIC_IP &&
+		metric != GI_METRIC_COSINE)
+	{
+		gi_host_set_error("ivf_search: unknown metric %d", (int) metric);
+		return GI_ERR_INVALID;
+	}
+	if (probes == 0)
+	{
+		gi_host_set_error("ivf_search: probes must be at least 1");
+		return GI_ERR_INVALID;
+	}
+	if (nq == 0)
+		return GI_OK;
+	if (centroids == NULL || queries == NULL || found == NULL ||
+		(k > 0 && hits == NULL))
+	{
+		gi_host_set_error("ivf_search: centroids, queries, hits and found must not be NULL");
+		return GI_ERR_INVALID;
+	}
+	if (k == 0)
+	{
+		for (q = 0; q < nq; q++)
+			found[q] = 0;
+		return GI_OK;
+	}
+	if (probes > params->nlists)
+		probes = params->nlists;
+
+	/* never more candidates than records: k may be huge */
+	gi_host_backend()->store_stats(store, &stats);
+	cap = stats.rows < k ? (uint32_t) stats.rows : k;
+
+	best.n = 0;
+	best.cap = cap;
+	best.v = malloc(sizeof(gi_host_cand) * (cap > 0 ? cap : 1));
+	lists.n = 0;
+	lists.cap = probes;
+	lists.v = malloc(sizeof(gi_host_cand) * probes);
+	if (best.v == NULL || lists.v == NULL)
+	{
+		free(best.v);
+		free(lists.v);
+		gi_host_set_error("ivf_search: out of memory for %u candidates", cap);
+		return GI_ERR_NOMEM;
+	}
+
+	for (q = 0; q < nq; q++)
+	{
+		const float *qv = queries + (size_t) q * dim;
+		double		qnorm2 = metric == GI_METRIC_COSINE ? gi_host_norm2(qv, dim) : 0.0;
+		gi_hit	   *out = hits + (size_t) q * k;
+		uint32_t	l;
+		uint32_t	p;
+		uint32_t	r;
+
+		/* the probes nearest centroids */
+		lists.n = 0;
+		for (l = 0; l < params->nlists; l++)
+		{
+			double		d = gi_host_vec_distance(metric, dim, qv, qnorm2,
+												 centroids + (size_t) l * dim);
+
+			gi_host_topk_push(&lists, isnan(d) ? INFINITY : d, l);
+		}
+
+		/* scan them */
+		best.n = 0;
+		for (p = 0; p < lists.n; p++)
+		{
+			uint32_t	slab = gi_host_store_list_head(store, (uint32_t) lists.v[p].id);
+			gi_host_slab_view view;
+
+			while (slab != GI_NIL && gi_host_store_slab(store, slab, &view))
+			{
+				uint32_t	bits = view.bitmap;
+
+				if (view.count < GI_HOST_SPARSE_SLAB)
+				{
+					while (bits)
+					{
+						uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+						double		d = gi_host_slot_distance(metric, dim, qv, qnorm2,
+															  view.payload, slot);
+
+						bits &= bits - 1;
+						gi_host_topk_push(&best, gi_host_rank_value(d),
+										  view.keys[slot]);
+					}
+				}
+				else
+				{
+					double		d[GI_SLAB_RECORDS];
+
+					gi_host_slab_distances(metric, dim, qv, qnorm2,
+										   view.payload, d);
+					while (bits)
+					{
+						uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+
+						bits &= bits - 1;
+						gi_host_topk_push(&best, gi_host_rank_value(d[slot]),
+										  view.keys[slot]);
+					}
+				}
+				slab = view.next;
+			}
+		}
+
+		gi_host_topk_sort(&best);
+		for (r = 0; r < best.n; r++)
+		{
+			out[r].key = best.v[r].id;
+			out[r].distance = (float) best.v[r].dist;
+			out[r].pad = 0;
+		}
+		for (; r < k; r++)
+		{
+			out[r].key = 0;
+			out[r].distance = INFINITY;
+			out[r].pad = 0;
+		}
+		found[q] = best.n;
+	}
+
+	free(best.v);
+	free(lists.v);
+	return GI_OK;
+}

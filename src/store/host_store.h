@@ -1,0 +1,114 @@
+/*
+ * host_store.h
+ *		The host (plain C) backend: slab list store plus host-only
+ *		introspection used by the host search and by the unit tests.
+ *
+ * The store itself is reached through gi_host_backend() (gi_backend.h);
+ * what follows is for code that knows it runs on the host store: the IVF
+ * scan in host_ivf.c walks slabs directly, and the unit tests read lists
+ * back and verify every internal invariant after random operations.
+ * Nothing here includes PostgreSQL headers.
+ *
+ * A store is not thread-safe: its owner (the device service) serializes
+ * every call on it.  Error messages are per thread.
+ */
+#ifndef GI_HOST_STORE_H
+#define GI_HOST_STORE_H
+
+#include "gi_backend.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* pool growth step when params->chunk_slabs is 0 */
+#define GI_HOST_DEFAULT_CHUNK_SLABS 1024
+
+/*
+ * A read-only view of one slab.  Pointers stay valid until the next
+ * insert (which may grow, hence move, the pool) or destroy.
+ */
+typedef struct gi_host_slab_view
+{
+	uint32_t	slab;			/* slab number */
+	uint32_t	next;			/* next slab of the list, or GI_NIL */
+	uint32_t	list;			/* owning list, or GI_NIL when not linked */
+	uint32_t	count;			/* live records */
+	uint32_t	bitmap;			/* bit i set: slot i holds a live record */
+	const uint32_t *rows;		/* [GI_SLAB_RECORDS] row id per slot */
+	const uint64_t *keys;		/* [GI_SLAB_RECORDS] key per slot */
+	/* word j of slot i at payload[j * GI_SLAB_RECORDS + i] */
+	const uint32_t *payload;
+} gi_host_slab_view;
+
+/* params the store was created with (chunk_slabs resolved) */
+extern const gi_store_params *gi_host_store_params(const gi_store *store);
+
+/* first (head) slab of a list, GI_NIL when empty or list out of range */
+extern uint32_t gi_host_store_list_head(const gi_store *store, uint32_t list);
+
+/* fill *view for slab; false when slab is out of range */
+extern bool gi_host_store_slab(const gi_store *store, uint32_t slab,
+							   gi_host_slab_view *view);
+
+/*
+ * Call cb for every live record of list, head slab first and slots in
+ * ascending order inside a slab, with the payload gathered back into
+ * packed form (record_bytes bytes, 4-byte aligned).  cb returns false to
+ * stop early; cb may be NULL to just count.  Returns the number of records
+ * visited (including the one that stopped the walk), or -1 on a bad list
+ * or allocation failure (message in last_error).
+ */
+typedef bool (*gi_host_record_cb) (uint64_t key, uint32_t row,
+								   const void *payload, void *arg);
+extern int64_t gi_host_store_foreach(const gi_store *store, uint32_t list,
+									 gi_host_record_cb cb, void *arg);
+
+/*
+ * Rows of key: returns how many rows the key owns (0 when absent) and
+ * fills up to max entries of lists[] and rows[] (either may be NULL).
+ */
+extern uint32_t gi_host_store_lookup(const gi_store *store, uint64_t key,
+									 uint32_t *lists, uint32_t *rows,
+									 uint32_t max);
+
+/*
+ * One live row: its list, key and packed payload (any out pointer may be
+ * NULL).  False when row is not live.
+ */
+extern bool gi_host_store_row(const gi_store *store, uint32_t row,
+							  uint32_t *list, uint64_t *key, void *payload);
+
+/*
+ * Verify every internal invariant (bitmaps vs counts, ATT vs slots, free
+ * stacks, list links, key map vs key chains, totals).  Returns true when
+ * all hold; otherwise false with a description in err.
+ */
+extern bool gi_host_store_check(const gi_store *store, char *err,
+								size_t errlen);
+
+/*
+ * Fault injection for tests: after `after` more successful allocations the
+ * store's allocator fails once (then behaves again).  Negative disables.
+ * Thread-local.
+ */
+extern void gi_host_store_fail_alloc_after(int64_t after);
+
+/* record the message that last_error() returns (thread-local) */
+extern void gi_host_set_error(const char *fmt,...)
+			__attribute__((format(printf, 1, 2)));
+extern const char *gi_host_last_error(void);
+
+/* the host IVF search (host_ivf.c), with the ops table's signature */
+extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
+									uint32_t dim, gi_metric metric,
+									uint32_t nq, const float *queries,
+									uint32_t probes, uint32_t k,
+									gi_hit *hits, uint32_t *found);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GI_HOST_STORE_H */

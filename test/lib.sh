@@ -1,0 +1,67 @@
+# Shared helpers for gpuindex's test and demo scripts (sourced, not run).
+#
+# PostgreSQL refuses to run as root, so the server runs as $PG_USER
+# (default: postgres, which Debian's packages create); everything it reads
+# and writes lives under a scratch directory that user owns.
+
+: "${PG_CONFIG:=pg_config}"
+: "${PG_USER:=postgres}"
+PG_BIN=${PG_BIN:-$($PG_CONFIG --bindir)}
+export PG_CONFIG PG_USER PG_BIN
+
+# run a command as the PostgreSQL user (or as ourselves when not root)
+as_pg() {
+	if [ "$(id -u)" = 0 ]; then
+		su "$PG_USER" -s /bin/bash -c "export PATH='$PG_BIN':\$PATH LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}'; $*"
+	else
+		bash -c "export PATH='$PG_BIN':\$PATH; $*"
+	fi
+}
+
+# make a directory the PostgreSQL user owns
+pg_scratch() {
+	mkdir -p "$1"
+	if [ "$(id -u)" = 0 ]; then chown "$PG_USER" "$1"; fi
+}
+
+# cluster_start DIR PORT [extra postgresql.conf lines...]
+cluster_start() {
+	local dir=$1 port=$2
+	shift 2
+	pg_scratch "$dir"
+	as_pg "initdb -D '$dir/data' -A trust -U postgres --no-sync >'$dir/initdb.log' 2>&1" ||
+		{ cat "$dir/initdb.log"; return 1; }
+	{
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$dir'"
+		echo "fsync = off"
+		echo "max_connections = 50"
+		for line in "$@"; do echo "$line"; done
+	} >>"$dir/data/postgresql.conf"
+	as_pg "pg_ctl -D '$dir/data' -l '$dir/server.log' -w -t 60 start >/dev/null" ||
+		{ cat "$dir/server.log"; return 1; }
+}
+
+cluster_stop() {
+	as_pg "pg_ctl -D '$1/data' -m fast -w stop >/dev/null 2>&1" || true
+}
+
+# psql against the test cluster: cluster_psql DIR PORT [psql args...]
+cluster_psql() {
+	local dir=$1 port=$2
+	shift 2
+	local args=""
+	for a in "$@"; do args+=" $(printf '%q' "$a")"; done
+	as_pg "psql -X -q -v ON_ERROR_STOP=1 -h '$dir' -p $port -U postgres -d postgres $args"
+}
+
+# the plain closing line CI reads: "N passed, N failed"
+TESTS_PASSED=0
+TESTS_FAILED=0
+pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok - $*"; }
+fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAILED - $*"; }
+check() {
+	# check NAME EXPECTED ACTUAL
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+}

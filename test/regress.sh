@@ -1,0 +1,36 @@
+#!/bin/bash
+# Run the pg_regress suite (sql/*.sql against expected/*.out) on a
+# temporary instance with gpuindex preloaded.  GPUINDEX_TEST_DEVICE picks
+# the compute backend (cpu by default; the GPU runner passes cuda), so the
+# identical suite checks both.  Usage: test/regress.sh [scratch dir]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+. "$here/lib.sh"
+
+: "${GPUINDEX_TEST_DEVICE:=cpu}"
+dir=${1:-/tmp/gpuindex-regress}
+rm -rf "$dir"
+pg_scratch "$dir"
+# the server user may not be able to read the checkout (e.g. under /root)
+cp -r "$top/sql" "$top/expected" "$dir/"
+cat >"$dir/extra.conf" <<CONF
+shared_preload_libraries = 'gpuindex'
+gpuindex.device = $GPUINDEX_TEST_DEVICE
+max_connections = 30
+fsync = off
+CONF
+chmod -R a+rX "$dir"
+[ "$(id -u)" = 0 ] && chown -R "$PG_USER" "$dir"
+
+tests=$(cd "$top/sql" && ls *.sql | sed 's/\.sql$//' | sort | tr '\n' ' ')
+regress=$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress
+as_pg "cd '$dir' && '$regress' --bindir='$PG_BIN' --temp-instance='$dir/instance' \
+	--temp-config='$dir/extra.conf' --inputdir='$dir' --outputdir='$dir' \
+	--port=${GPUINDEX_TEST_PORT:-54392} $tests"
+rc=$?
+if [ $rc != 0 ] && [ -f "$dir/regression.diffs" ]; then
+	echo "---- regression.diffs (first 200 lines) ----"
+	head -200 "$dir/regression.diffs"
+fi
+exit $rc

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The whole test suite, from a fresh Debian 12 machine:
+#   installs build and test dependencies (apt-get; needs root or sudo),
+#   builds and installs gpuindex, runs the C unit tests of the store,
+#   the pg_regress suite and the service/index scripts.
+# Set GPUINDEX_SKIP_DEPS=1 to skip apt-get, GPUINDEX_TEST_DEVICE=cuda to
+# run everything on the CUDA backend (GPU host).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+cd "$top"
+
+if [ "${GPUINDEX_SKIP_DEPS:-0}" != 1 ]; then
+	bash "$top/scripts/install-deps.sh" || exit 1
+fi
+. "$here/lib.sh"
+
+sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+echo "== build"
+make -s clean >/dev/null 2>&1
+make -s -j2 PG_CONFIG="$PG_CONFIG" || exit 1
+sudo_if make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || exit 1
+
+status=0
+summary=""
+run_part() {
+	local name=$1
+	shift
+	echo "== $name"
+	if "$@"; then summary+="$name: ok"$'\n'; else summary+="$name: FAILED"$'\n'; status=1; fi
+}
+
+run_part "unit tests (cmocka, host store)" make -s -C test/unit run
+run_part "pg_regress" bash "$here/regress.sh"
+run_part "device service" bash "$here/service.sh"
+for t in "$here"/scenarios/*.sh; do
+	[ -e "$t" ] || continue
+	run_part "$(basename "$t" .sh)" bash "$t"
+done
+
+echo "== summary"
+printf '%s' "$summary"
+parts=$(printf '%s' "$summary" | grep -c .)
+failed=$(printf '%s' "$summary" | grep -c FAILED)
+echo "$((parts - failed)) passed, $failed failed"
+exit $status

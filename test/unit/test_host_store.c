@@ -1,0 +1,1479 @@
+/*
+ * test_host_store.c
+ *		cmocka tests of the host slab list store and the host IVF search.
+ *
+ * Everything is checked against references written here, never against
+ * the code under test: a per-key model of the store contents, and a brute
+ * force k-NN computed from the test's own copy of the vectors.  After
+ * mutations gi_host_store_check() verifies the internal invariants too.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "host_store.h"
+
+static const gi_backend_ops *ops;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* xorshift64*: fixed seeds make every run identical */
+static uint64_t rng_state;
+
+static void
+rng_seed(uint64_t seed)
+{
+	rng_state = seed ? seed : 1;
+}
+
+static uint64_t
+rng_next(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * UINT64_C(2685821657736338717);
+}
+
+static uint32_t
+rng_below(uint32_t n)
+{
+	return (uint32_t) ((rng_next() >> 32) % n);
+}
+
+static float
+rng_float(void)
+{
+	/* uniform in [-1, 1) */
+	return (float) ((double) (rng_next() >> 40) / (double) (1 << 23) - 1.0);
+}
+
+static gi_store *
+new_store(uint32_t nlists, uint32_t record_bytes, uint32_t chunk,
+		  bool unique, uint64_t limit)
+{
+	gi_store_params p;
+	gi_store   *s = NULL;
+	gi_status	st;
+
+	memset(&p, 0, sizeof(p));
+	p.nlists = nlists;
+	p.record_bytes = record_bytes;
+	p.chunk_slabs = chunk;
+	p.unique_keys = unique;
+	p.memory_limit = limit;
+	st = ops->store_create(&p, &s);
+	if (st != GI_OK)
+		fail_msg("store_create: %s", ops->last_error());
+	assert_non_null(s);
+	return s;
+}
+
+static void
+check_store(const gi_store *s)
+{
+	char		err[512];
+
+	if (!gi_host_store_check(s, err, sizeof(err)))
+		fail_msg("store invariant broken: %s", err);
+}
+
+static gi_store_stats
+stats_of(gi_store *s)
+{
+	gi_store_stats st;
+
+	assert_int_equal(ops->store_stats(s, &st), GI_OK);
+	return st;
+}
+
+static void
+insert1(gi_store *s, uint32_t list, uint64_t key, const void *payload)
+{
+	uint64_t	n = 99;
+	gi_status	st = ops->store_insert(s, 1, &list, &key, payload, &n);
+
+	if (st != GI_OK)
+		fail_msg("insert: %s", ops->last_error());
+	assert_int_equal(n, 1);
+}
+
+static uint64_t
+delete1(gi_store *s, uint64_t key)
+{
+	uint64_t	n = 99;
+
+	assert_int_equal(ops->store_delete(s, 1, &key, &n), GI_OK);
+	return n;
+}
+
+/* a record as read back: key plus up to 4 payload words */
+typedef struct rec
+{
+	uint64_t	key;
+	uint32_t	list;
+	uint32_t	w[4];
+} rec;
+
+typedef struct rec_vec
+{
+	rec		   *v;
+	size_t		n;
+	size_t		cap;
+	uint32_t	words;
+	uint32_t	list;
+} rec_vec;
+
+static void
+rec_push(rec_vec *rv, uint64_t key, uint32_t list, const uint32_t *w,
+		 uint32_t words)
+{
+	rec			r;
+
+	if (rv->n == rv->cap)
+	{
+		rv->cap = rv->cap ? rv->cap * 2 : 64;
+		rv->v = realloc(rv->v, rv->cap * sizeof(rec));
+		assert_non_null(rv->v);
+	}
+	memset(&r, 0, sizeof(r));
+	r.key = key;
+	r.list = list;
+	memcpy(r.w, w, words * sizeof(uint32_t));
+	rv->v[rv->n++] = r;
+}
+
+static bool
+collect_cb(uint64_t key, uint32_t row, const void *payload, void *arg)
+{
+	rec_vec    *rv = arg;
+
+	(void) row;
+	rec_push(rv, key, rv->list, payload, rv->words);
+	return true;
+}
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+	const rec  *x = a;
+	const rec  *y = b;
+	int			j;
+
+	if (x->list != y->list)
+		return x->list < y->list ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	for (j = 0; j < 4; j++)
+		if (x->w[j] != y->w[j])
+			return x->w[j] < y->w[j] ? -1 : 1;
+	return 0;
+}
+
+/* all records of the store, every list, sorted */
+static void
+collect_all(gi_store *s, uint32_t nlists, uint32_t words, rec_vec *out)
+{
+	uint32_t	l;
+
+	out->n = 0;
+	out->words = words;
+	for (l = 0; l < nlists; l++)
+	{
+		int64_t		before = (int64_t) out->n;
+		int64_t		n;
+
+		out->list = l;
+		n = gi_host_store_foreach(s, l, collect_cb, out);
+		assert_true(n >= 0);
+		assert_int_equal((int64_t) out->n - before, n);
+	}
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(rec), rec_cmp);
+}
+
+/* ---- identity and parameters -------------------------------------------- */
+
+static void
+test_backend_identity(void **state)
+{
+	(void) state;
+	assert_string_equal(ops->name, "cpu");
+	assert_int_equal(ops->device_count(), 1);
+	assert_string_equal(ops->device_name(), "host CPU");
+	assert_non_null(ops->ivf_search);
+	assert_ptr_equal(gi_host_backend(), ops);
+}
+
+static void
+test_create_invalid(void **state)
+{
+	gi_store_params p;
+	gi_store   *s = (gi_store *) 0x1;
+
+	(void) state;
+	memset(&p, 0, sizeof(p));
+	p.nlists = 4;
+	p.record_bytes = 16;
+
+	assert_int_equal(ops->store_create(NULL, &s), GI_ERR_INVALID);
+
+	p.nlists = 0;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
+	assert_null(s);
+	assert_non_null(strstr(ops->last_error(), "list"));
+
+	p.nlists = 4;
+	p.record_bytes = 0;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
+	p.record_bytes = 6;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "multiple of 4"));
+
+	/* a limit too small for the empty store itself */
+	p.record_bytes = 16;
+	p.memory_limit = 100;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_LIMIT);
+	assert_non_null(strstr(ops->last_error(), "gpuindex.memory_limit"));
+
+	/* and a good one, with default chunk */
+	p.memory_limit = 0;
+	assert_int_equal(ops->store_create(&p, &s), GI_OK);
+	assert_int_equal(gi_host_store_params(s)->chunk_slabs,
+					 GI_HOST_DEFAULT_CHUNK_SLABS);
+	{
+		gi_store_stats st = stats_of(s);
+
+		assert_int_equal(st.lists, 4);
+		assert_int_equal(st.rows, 0);
+		assert_int_equal(st.slabs_total, 0);
+		assert_true(st.bytes > 0);
+	}
+	check_store(s);
+	ops->store_destroy(s);
+	ops->store_destroy(NULL);
+}
+
+/* ---- basics ------------------------------------------------------------- */
+
+static void
+test_insert_delete_basic(void **state)
+{
+	gi_store   *s = new_store(3, 8, 4, false, 0);
+	uint32_t	lists[5] = {0, 1, 2, 1, 0};
+	uint64_t	keys[5] = {10, 11, 12, 13, 14};
+	uint32_t	pay[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	uint32_t	bad_lists[3] = {0, 3, 1};
+	uint64_t	n;
+	uint32_t	l[4];
+	uint32_t	r[4];
+	gi_store_stats st;
+
+	(void) state;
+	assert_int_equal(ops->store_insert(s, 5, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, 5);
+	check_store(s);
+	st = stats_of(s);
+	assert_int_equal(st.rows, 5);
+	assert_int_equal(st.keys, 5);
+	assert_int_equal(st.slabs_used, 3);
+	assert_int_equal(st.slabs_total, 4);	/* one chunk */
+	assert_int_equal(st.payload_bytes, 40);
+	assert_int_equal(st.inserts, 5);
+
+	assert_int_equal(gi_host_store_lookup(s, 13, l, r, 4), 1);
+	assert_int_equal(l[0], 1);
+	{
+		uint32_t	list;
+		uint64_t	key;
+		uint32_t	w[2];
+
+		assert_true(gi_host_store_row(s, r[0], &list, &key, w));
+		assert_int_equal(list, 1);
+		assert_int_equal(key, 13);
+		assert_int_equal(w[0], 7);
+		assert_int_equal(w[1], 8);
+	}
+	assert_int_equal(gi_host_store_lookup(s, 99, l, r, 4), 0);
+
+	/* a bad list anywhere in the batch inserts nothing */
+	assert_int_equal(ops->store_insert(s, 3, bad_lists, keys, pay, &n),
+					 GI_ERR_INVALID);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(ops->last_error(), "out of range"));
+	assert_int_equal(stats_of(s).rows, 5);
+
+	assert_int_equal(delete1(s, 12), 1);	/* list 2 empties */
+	check_store(s);
+	st = stats_of(s);
+	assert_int_equal(st.rows, 4);
+	assert_int_equal(st.keys, 4);
+	assert_int_equal(st.slabs_used, 2);
+	assert_int_equal(st.slabs_free, 1);
+	assert_int_equal(st.deletes, 1);
+	assert_int_equal(gi_host_store_list_head(s, 2), GI_NIL);
+	assert_int_equal(gi_host_store_lookup(s, 12, NULL, NULL, 0), 0);
+
+	/* zero-length batches are fine, NULL store is not */
+	assert_int_equal(ops->store_insert(s, 0, NULL, NULL, NULL, &n), GI_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(ops->store_delete(s, 0, NULL, &n), GI_OK);
+	assert_int_equal(ops->store_insert(NULL, 1, lists, keys, pay, &n),
+					 GI_ERR_INVALID);
+	assert_int_equal(ops->store_delete(NULL, 1, keys, &n), GI_ERR_INVALID);
+	/* ninserted / ndeleted may be NULL */
+	assert_int_equal(ops->store_insert(s, 1, lists, keys, pay, NULL), GI_OK);
+	assert_int_equal(ops->store_delete(s, 1, keys, NULL), GI_OK);
+	check_store(s);
+	ops->store_destroy(s);
+}
+
+/* extreme key values are ordinary keys (the map uses no sentinel key) */
+static void
+test_extreme_keys(void **state)
+{
+	gi_store   *s = new_store(2, 4, 1, true, 0);
+	uint64_t	keys[4] = {0, UINT64_MAX, UINT64_MAX - 1, gi_tid_to_key(UINT32_MAX, 0xFFFF)};
+	uint32_t	v = 7;
+	int			i;
+
+	(void) state;
+	for (i = 0; i < 4; i++)
+		insert1(s, (uint32_t) i % 2, keys[i], &v);
+	check_store(s);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(gi_host_store_lookup(s, keys[i], NULL, NULL, 0), 1);
+	assert_int_equal(delete1(s, 0), 1);
+	assert_int_equal(delete1(s, UINT64_MAX), 1);
+	assert_int_equal(gi_host_store_lookup(s, UINT64_MAX - 1, NULL, NULL, 0), 1);
+	check_store(s);
+	ops->store_destroy(s);
+}
+
+static void
+test_payload_roundtrip(void **state)
+{
+	enum
+	{
+		N = 100, W = 3
+	};
+	gi_store   *s = new_store(1, W * 4, 2, false, 0);
+	uint32_t	lists[N];
+	uint64_t	keys[N];
+	uint32_t	pay[N * W];
+	uint32_t	slab;
+	uint64_t	n;
+	int			seen = 0;
+	rec_vec		rv = {0};
+	int			i;
+	int			j;
+
+	(void) state;
+	for (i = 0; i < N; i++)
+	{
+		lists[i] = 0;
+		keys[i] = 1000 + i;
+		for (j = 0; j < W; j++)
+			pay[i * W + j] = (uint32_t) (i * 16 + j) ^ 0xA5A50000u;
+	}
+	assert_int_equal(ops->store_insert(s, N, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, N);
+	check_store(s);
+
+	/* the interleaved layout: word j of slot i at payload[j * 32 + i] */
+	for (slab = gi_host_store_list_head(s, 0); slab != GI_NIL;)
+	{
+		gi_host_slab_view v;
+		uint32_t	slot;
+
+		assert_true(gi_host_store_slab(s, slab, &v));
+		assert_int_equal(v.list, 0);
+		assert_int_equal((uint32_t) __builtin_popcount(v.bitmap), v.count);
+		for (slot = 0; slot < GI_SLAB_RECORDS; slot++)
+		{
+			uint64_t	rec_no;
+
+			if (!(v.bitmap >> slot & 1))
+				continue;
+			rec_no = v.keys[slot] - 1000;
+			assert_true(rec_no < N);
+			for (j = 0; j < W; j++)
+				assert_int_equal(v.payload[j * GI_SLAB_RECORDS + slot],
+								 pay[rec_no * W + j]);
+			seen++;
+		}
+		slab = v.next;
+	}
+	assert_int_equal(seen, N);
+	/* 100 records: 3 full slabs + 1 with 4, the partial one at the head */
+	assert_int_equal(stats_of(s).slabs_used, 4);
+	{
+		gi_host_slab_view v;
+
+		assert_true(gi_host_store_slab(s, gi_host_store_list_head(s, 0), &v));
+		assert_int_equal(v.count, 4);
+	}
+
+	/* gathered back through foreach */
+	collect_all(s, 1, W, &rv);
+	assert_int_equal(rv.n, N);
+	for (i = 0; i < N; i++)
+	{
+		assert_int_equal(rv.v[i].key, 1000 + i);
+		for (j = 0; j < W; j++)
+			assert_int_equal(rv.v[i].w[j], pay[i * W + j]);
+	}
+	free(rv.v);
+	ops->store_destroy(s);
+}
+
+/* ---- slab reuse ---------------------------------------------------------- */
+
+static void
+test_slab_reuse_simple(void **state)
+{
+	gi_store   *s = new_store(3, 4, 2, false, 0);
+	uint32_t	v = 1;
+	uint32_t	freed;
+	gi_store_stats st;
+	uint64_t	k;
+
+	(void) state;
+	for (k = 0; k < 32; k++)
+		insert1(s, 0, k, &v);
+	insert1(s, 1, 100, &v);
+	freed = gi_host_store_list_head(s, 0);
+	st = stats_of(s);
+	assert_int_equal(st.slabs_used, 2);
+	assert_int_equal(st.slabs_total, 2);
+
+	for (k = 0; k < 32; k++)
+		assert_int_equal(delete1(s, k), 1);
+	check_store(s);
+	st = stats_of(s);
+	assert_int_equal(st.slabs_used, 1);
+	assert_int_equal(st.slabs_free, 1);
+
+	/* the next insert, into another list, takes the freed slab: no growth */
+	insert1(s, 2, 200, &v);
+	check_store(s);
+	st = stats_of(s);
+	assert_int_equal(gi_host_store_list_head(s, 2), freed);
+	assert_int_equal(st.slabs_free, 0);
+	assert_int_equal(st.slabs_total, 2);
+	ops->store_destroy(s);
+}
+
+/*
+ * Sliding window: W live records, each step inserts B new ones (round robin
+ * over the lists) and deletes the B oldest.  Slabs empty out in insertion
+ * order and are reused, so after a warm-up the pool never grows again.
+ */
+static void
+test_slab_reuse_sliding_window(void **state)
+{
+	enum
+	{
+		NL = 8, W = 2000, B = 100, STEPS = 600, WARM = 20
+	};
+	gi_store   *s = new_store(NL, 8, 4, true, 0);
+	uint64_t	next_key = 0;
+	uint64_t	oldest = 0;
+	uint64_t	total_after_warmup = 0;
+	uint32_t	lists[B];
+	uint64_t	keys[B];
+	uint32_t	pay[B * 2];
+	uint64_t	n;
+	int			step;
+	int			i;
+
+	(void) state;
+	memset(pay, 0x5A, sizeof(pay));
+	while (next_key < W)
+	{
+		for (i = 0; i < B; i++)
+		{
+			lists[i] = (uint32_t) (next_key % NL);
+			keys[i] = next_key++;
+		}
+		assert_int_equal(ops->store_insert(s, B, lists, keys, pay, &n), GI_OK);
+	}
+	for (step = 0; step < STEPS; step++)
+	{
+		gi_store_stats st;
+
+		for (i = 0; i < B; i++)
+		{
+			lists[i] = (uint32_t) (next_key % NL);
+			keys[i] = next_key++;
+		}
+		assert_int_equal(ops->store_insert(s, B, lists, keys, pay, &n), GI_OK);
+		assert_int_equal(n, B);
+		for (i = 0; i < B; i++)
+			keys[i] = oldest++;
+		assert_int_equal(ops->store_delete(s, B, keys, &n), GI_OK);
+		assert_int_equal(n, B);
+
+		st = stats_of(s);
+		assert_int_equal(st.rows, W);
+		/* bounded: the live records plus at most one partial slab per list */
+		assert_true(st.slabs_used <= (W + B) / GI_SLAB_RECORDS + 2 * NL);
+		if (step == WARM)
+			total_after_warmup = st.slabs_total;
+		else if (step > WARM)
+			assert_int_equal(st.slabs_total, total_after_warmup);
+		if (step % 50 == 0)
+			check_store(s);
+	}
+	check_store(s);
+	ops->store_destroy(s);
+}
+
+/* ---- delete semantics ---------------------------------------------------- */
+
+static void
+test_idempotent_delete(void **state)
+{
+	gi_store   *s = new_store(2, 4, 1, false, 0);
+	uint32_t	v = 3;
+	uint64_t	batch[6] = {5, 5, 6, 77, 5, 6};
+	uint64_t	n;
+
+	(void) state;
+	insert1(s, 0, 5, &v);
+	insert1(s, 1, 5, &v);		/* key 5 owns two rows */
+	insert1(s, 1, 6, &v);
+	insert1(s, 1, 8, &v);
+	assert_int_equal(ops->store_delete(s, 6, batch, &n), GI_OK);
+	assert_int_equal(n, 3);
+	check_store(s);
+	assert_int_equal(ops->store_delete(s, 6, batch, &n), GI_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(delete1(s, 12345), 0);
+	assert_int_equal(stats_of(s).rows, 1);
+	assert_int_equal(stats_of(s).deletes, 3);
+	assert_int_equal(gi_host_store_lookup(s, 8, NULL, NULL, 0), 1);
+	check_store(s);
+	ops->store_destroy(s);
+}
+
+static void
+test_unique_keys(void **state)
+{
+	gi_store   *u = new_store(4, 4, 1, true, 0);
+	gi_store   *m = new_store(4, 4, 1, false, 0);
+	uint32_t	lists[4] = {0, 1, 2, 0};
+	uint64_t	keys[4] = {5, 5, 6, 6};
+	uint32_t	pay[4] = {1, 2, 3, 4};
+	uint64_t	n;
+
+	(void) state;
+	/* duplicates inside one batch: the first wins */
+	assert_int_equal(ops->store_insert(u, 4, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, 2);
+	/* and across batches */
+	assert_int_equal(ops->store_insert(u, 4, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, 0);
+	check_store(u);
+	assert_int_equal(stats_of(u).rows, 2);
+	assert_int_equal(stats_of(u).inserts, 2);
+	{
+		uint32_t	l;
+		uint32_t	r;
+		uint32_t	w;
+
+		assert_int_equal(gi_host_store_lookup(u, 5, &l, &r, 1), 1);
+		assert_int_equal(l, 0);
+		assert_true(gi_host_store_row(u, r, NULL, NULL, &w));
+		assert_int_equal(w, 1);
+	}
+	/* after a delete the key may come back */
+	assert_int_equal(delete1(u, 5), 1);
+	assert_int_equal(ops->store_insert(u, 4, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, 1);
+	check_store(u);
+
+	/* without unique_keys every record is kept */
+	assert_int_equal(ops->store_insert(m, 4, lists, keys, pay, &n), GI_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(stats_of(m).rows, 4);
+	assert_int_equal(stats_of(m).keys, 2);
+	assert_int_equal(delete1(m, 6), 2);
+	check_store(m);
+	ops->store_destroy(u);
+	ops->store_destroy(m);
+}
+
+static void
+test_multi_posting(void **state)
+{
+	enum
+	{
+		NL = 10
+	};
+	gi_store   *s = new_store(NL, 4, 2, false, 0);
+	uint32_t	l[NL];
+	uint32_t	seen[NL] = {0};
+	uint32_t	v;
+	uint32_t	i;
+
+	(void) state;
+	/* key 42 in lists 1, 3, 5, 7, 9; other keys around it */
+	for (i = 0; i < NL; i++)
+	{
+		v = i;
+		if (i % 2 == 1)
+			insert1(s, i, 42, &v);
+		insert1(s, i, 1000 + i, &v);
+		insert1(s, (i + 1) % NL, 2000 + i, &v);
+	}
+	check_store(s);
+	assert_int_equal(stats_of(s).keys, 1 + 2 * NL);
+	assert_int_equal(gi_host_store_lookup(s, 42, l, NULL, NL), 5);
+	for (i = 0; i < 5; i++)
+		seen[l[i]]++;
+	for (i = 0; i < NL; i++)
+		assert_int_equal(seen[i], i % 2);
+	/* max smaller than the count still reports the count */
+	assert_int_equal(gi_host_store_lookup(s, 42, l, NULL, 2), 5);
+
+	assert_int_equal(delete1(s, 42), 5);
+	check_store(s);
+	assert_int_equal(stats_of(s).rows, 2 * NL);
+	for (i = 0; i < NL; i++)
+	{
+		assert_int_equal(gi_host_store_lookup(s, 1000 + i, l, NULL, 1), 1);
+		assert_int_equal(l[0], i);
+		assert_int_equal(gi_host_store_foreach(s, i, NULL, NULL), 2);
+	}
+	ops->store_destroy(s);
+}
+
+/* ---- memory limit and allocation failure -------------------------------- */
+
+static void
+test_memory_limit(void **state)
+{
+	(void) state;
+
+	/*
+	 * Pool-limited: the limit is what an unlimited store needs for 6 slabs
+	 * (and a key map for 192 keys).  With chunk 4 the pool grows to 4, then
+	 * is clamped to 6 instead of 8, so exactly 192 records fit.
+	 */
+	{
+		enum
+		{
+			RB = 512, FIT = 6 * GI_SLAB_RECORDS
+		};
+		static uint32_t pays[8 * (RB / 4)];
+		gi_store   *probe = new_store(2, RB, 6, true, 0);
+		uint64_t	limit;
+		gi_store   *s;
+		uint64_t	key;
+		uint64_t	n;
+		gi_status	status = GI_OK;
+		gi_store_stats st;
+		rec_vec		rv = {0};
+
+		for (key = 0; key < FIT; key++)
+			insert1(probe, 0, key, pays);
+		st = stats_of(probe);
+		assert_int_equal(st.slabs_total, 6);
+		limit = st.bytes;
+		ops->store_destroy(probe);
+
+		s = new_store(2, RB, 4, true, limit);
+		for (key = 0; status == GI_OK && key < 10 * FIT; key += 8)
+		{
+			uint32_t	lists[8] = {0};
+			uint64_t	keys[8];
+			int			i;
+
+			for (i = 0; i < 8; i++)
+				keys[i] = key + i;
+			status = ops->store_insert(s, 8, lists, keys, pays, &n);
+			if (status == GI_OK)
+				assert_int_equal(n, 8);
+		}
+		assert_int_equal(status, GI_ERR_LIMIT);
+		assert_non_null(strstr(ops->last_error(), "over the limit"));
+		assert_non_null(strstr(ops->last_error(), "gpuindex.memory_limit"));
+		/* everything that fitted is in, nothing more */
+		check_store(s);
+		st = stats_of(s);
+		assert_int_equal(st.rows, FIT);
+		assert_int_equal(st.slabs_total, 6);
+		assert_int_equal(st.bytes, limit);
+		collect_all(s, 2, 4, &rv);
+		assert_int_equal(rv.n, FIT);
+		for (n = 0; n < FIT; n++)
+			assert_int_equal(gi_host_store_lookup(s, n, NULL, NULL, 0), 1);
+		assert_int_equal(gi_host_store_lookup(s, FIT, NULL, NULL, 0), 0);
+
+		/* still usable: free the last slab's worth, insert into list 1 */
+		for (n = 0; n < GI_SLAB_RECORDS; n++)
+			assert_int_equal(delete1(s, FIT - 1 - n), 1);
+		check_store(s);
+		assert_int_equal(stats_of(s).slabs_free, 1);
+		for (n = 0; n < GI_SLAB_RECORDS; n++)
+			insert1(s, 1, 100000 + n, pays);
+		check_store(s);
+		st = stats_of(s);
+		assert_int_equal(st.slabs_total, 6);
+		assert_int_equal(st.rows, FIT);
+		/* and full again */
+		key = 424242;
+		assert_int_equal(ops->store_insert(s, 1, (uint32_t[]) {1}, &key, pays, &n),
+						 GI_ERR_LIMIT);
+		assert_int_equal(n, 0);
+		check_store(s);
+		free(rv.v);
+		ops->store_destroy(s);
+	}
+
+	/*
+	 * Map-limited: room for two slabs and a little, not for doubling the
+	 * 64-entry key map, which the 43rd key needs (load factor 2/3).
+	 */
+	{
+		gi_store   *probe = new_store(1, 4, 2, false, 0);
+		uint64_t	base = stats_of(probe).bytes;
+		uint64_t	two_slabs;
+		gi_store   *s;
+		uint32_t	v = 1;
+		uint64_t	key;
+		uint64_t	n;
+		gi_status	status = GI_OK;
+
+		insert1(probe, 0, 1, &v);
+		two_slabs = stats_of(probe).bytes - base;
+		ops->store_destroy(probe);
+
+		s = new_store(1, 4, 1, false, base + two_slabs + 100);
+		for (key = 0; status == GI_OK && key < 1000; key++)
+			status = ops->store_insert(s, 1, (uint32_t[]) {0}, &key, &v, &n);
+		assert_int_equal(status, GI_ERR_LIMIT);
+		assert_int_equal(key, 43);	/* keys 0..41 went in, 42 failed */
+		check_store(s);
+		assert_int_equal(stats_of(s).rows, 42);
+		assert_int_equal(stats_of(s).slabs_total, 2);
+		/* another row of a present key needs no map growth */
+		key = 7;
+		assert_int_equal(ops->store_insert(s, 1, (uint32_t[]) {0}, &key, &v, &n),
+						 GI_OK);
+		assert_int_equal(n, 1);
+		/* a new key after a delete fits again */
+		assert_int_equal(delete1(s, 3), 1);
+		key = 5000;
+		assert_int_equal(ops->store_insert(s, 1, (uint32_t[]) {0}, &key, &v, &n),
+						 GI_OK);
+		check_store(s);
+		assert_int_equal(stats_of(s).rows, 43);
+		ops->store_destroy(s);
+	}
+}
+
+/*
+ * Make the allocator fail at every possible point of a batch that grows
+ * both the pool and the key map: each time the status is GI_ERR_NOMEM (or
+ * GI_OK when the batch needed fewer allocations), the store is consistent,
+ * holds exactly the reported prefix, and works once memory is back.
+ */
+/*
+ * The service lowers and raises a store's limit as other stores grow and
+ * shrink: a lowered limit stops growth, a raised one lets it resume.
+ */
+static void
+test_set_limit(void **state)
+{
+	static uint32_t pay[4];
+	gi_store   *s = new_store(1, sizeof(pay), 1, true, 0);
+	gi_store_stats st;
+	uint64_t	key;
+	uint64_t	list_key;
+	uint32_t	list = 0;
+	uint64_t	n = 0;
+
+	(void) state;
+	for (key = 0; key < GI_SLAB_RECORDS; key++)
+		insert1(s, 0, key, pay);
+	st = stats_of(s);
+	ops->store_set_limit(s, st.bytes);
+	list_key = key;
+	/* the next record needs a second slab: over the limit */
+	assert_int_equal(ops->store_insert(s, 1, &list, &list_key, pay, &n), GI_ERR_LIMIT);
+	assert_non_null(strstr(ops->last_error(), "gpuindex.memory_limit"));
+	check_store(s);
+	assert_int_equal(stats_of(s).rows, GI_SLAB_RECORDS);
+	ops->store_set_limit(s, 0);
+	insert1(s, 0, list_key, pay);
+	assert_int_equal(stats_of(s).rows, GI_SLAB_RECORDS + 1);
+	check_store(s);
+	ops->store_destroy(s);
+}
+
+static void
+test_alloc_failure(void **state)
+{
+	enum
+	{
+		N = 300
+	};
+	uint32_t	lists[N];
+	uint64_t	keys[N];
+	uint32_t	pay[N];
+	int64_t		after;
+	bool		reached_ok = false;
+	int			i;
+
+	(void) state;
+	for (i = 0; i < N; i++)
+	{
+		lists[i] = (uint32_t) i % 5;
+		keys[i] = (uint64_t) i * 7919;
+		pay[i] = (uint32_t) i;
+	}
+	for (after = 0; after < 200 && !reached_ok; after++)
+	{
+		gi_store   *s = new_store(5, 4, 2, false, 0);
+		uint64_t	n = 12345;
+		gi_status	st;
+		uint32_t	j;
+
+		gi_host_store_fail_alloc_after(after);
+		st = ops->store_insert(s, N, lists, keys, pay, &n);
+		gi_host_store_fail_alloc_after(-1);
+		if (st == GI_OK)
+		{
+			assert_int_equal(n, N);
+			reached_ok = true;
+		}
+		else
+		{
+			assert_int_equal(st, GI_ERR_NOMEM);
+			assert_true(n < N);
+			assert_non_null(strstr(ops->last_error(), "out of memory"));
+		}
+		check_store(s);
+		assert_int_equal(stats_of(s).rows, n);
+		for (j = 0; j < N; j++)
+			assert_int_equal(gi_host_store_lookup(s, keys[j], NULL, NULL, 0),
+							 j < n ? 1 : 0);
+		/* memory is back: the rest goes in */
+		assert_int_equal(ops->store_insert(s, N - (uint32_t) n, lists + n,
+										   keys + n, pay + n, NULL), GI_OK);
+		check_store(s);
+		assert_int_equal(stats_of(s).rows, N);
+		ops->store_destroy(s);
+	}
+	assert_true(reached_ok);
+
+	/* failure while creating */
+	for (after = 0; after < 4; after++)
+	{
+		gi_store_params p;
+		gi_store   *s = NULL;
+		gi_status	st;
+
+		memset(&p, 0, sizeof(p));
+		p.nlists = 3;
+		p.record_bytes = 4;
+		gi_host_store_fail_alloc_after(after);
+		st = ops->store_create(&p, &s);
+		gi_host_store_fail_alloc_after(-1);
+		if (st == GI_OK)
+		{
+			check_store(s);
+			ops->store_destroy(s);
+		}
+		else
+		{
+			assert_int_equal(st, GI_ERR_NOMEM);
+			assert_null(s);
+		}
+	}
+}
+
+/* ---- random differential test against a simple model --------------------- */
+
+/*
+ * The model: per key index, the list and payload of each of its records.
+ * Deleting a key empties its array; that is all the semantics there is.
+ */
+typedef struct model_rec
+{
+	uint32_t	list;
+	uint32_t	w[2];
+} model_rec;
+
+typedef struct model_key
+{
+	model_rec  *v;
+	uint32_t	n;
+	uint32_t	cap;
+} model_key;
+
+/* store key of model key i: TID-like, plus the extremes */
+static uint64_t
+model_key_value(uint32_t i)
+{
+	if (i == 0)
+		return 0;
+	if (i == 1)
+		return UINT64_MAX;
+	return gi_tid_to_key(i / 40, (uint16_t) (i % 40 + 1));
+}
+
+static void
+model_compare(gi_store *s, model_key *mk, uint32_t nkeys, uint32_t nlists,
+			  uint64_t model_rows, rec_vec *got, rec_vec *want)
+{
+	gi_store_stats st = stats_of(s);
+	uint64_t	live_keys = 0;
+	uint32_t	i;
+	uint32_t	r;
+	size_t		x;
+
+	check_store(s);
+	want->n = 0;
+	for (i = 0; i < nkeys; i++)
+	{
+		if (mk[i].n > 0)
+			live_keys++;
+		for (r = 0; r < mk[i].n; r++)
+			rec_push(want, model_key_value(i), mk[i].v[r].list, mk[i].v[r].w, 2);
+	}
+	if (want->n > 1)
+		qsort(want->v, want->n, sizeof(rec), rec_cmp);
+	collect_all(s, nlists, 2, got);
+
+	assert_int_equal(st.rows, model_rows);
+	assert_int_equal(st.keys, live_keys);
+	assert_int_equal(st.payload_bytes, model_rows * 8);
+	assert_int_equal(st.slabs_used + st.slabs_free <= st.slabs_total, true);
+	assert_int_equal(got->n, want->n);
+	for (x = 0; x < got->n; x++)
+		if (rec_cmp(&got->v[x], &want->v[x]) != 0)
+			fail_msg("record %zu differs: store (list %u key %llu %08x %08x) model (list %u key %llu %08x %08x)",
+					 x, got->v[x].list, (unsigned long long) got->v[x].key,
+					 got->v[x].w[0], got->v[x].w[1], want->v[x].list,
+					 (unsigned long long) want->v[x].key, want->v[x].w[0],
+					 want->v[x].w[1]);
+}
+
+static void
+run_differential(bool unique, uint32_t nops, uint64_t seed)
+{
+	enum
+	{
+		NL = 37, NKEYS = 20000, EVERY = 1000
+	};
+	gi_store   *s = new_store(NL, 8, 8, unique, 0);
+	model_key  *mk = calloc(NKEYS, sizeof(model_key));
+	uint64_t	model_rows = 0;
+	uint64_t	exp_inserts = 0;
+	uint64_t	exp_deletes = 0;
+	rec_vec		got = {0};
+	rec_vec		want = {0};
+	uint32_t	op;
+
+	assert_non_null(mk);
+	rng_seed(seed);
+	for (op = 0; op < nops; op++)
+	{
+		uint32_t	kind = rng_below(100);
+		uint32_t	lists[8];
+		uint64_t	keys[200];
+		uint32_t	idx[200];
+		uint32_t	pay[16];
+		uint64_t	n;
+		uint64_t	expect = 0;
+		uint32_t	cnt;
+		uint32_t	i;
+
+		if (kind < 45 || kind >= 94)
+		{
+			/* insert a batch; with a reinsert, delete the key first */
+			bool		reinsert = kind >= 94;
+
+			cnt = 1 + rng_below(8);
+			for (i = 0; i < cnt; i++)
+			{
+				idx[i] = reinsert && i > 0 ? idx[0] : rng_below(NKEYS);
+				keys[i] = model_key_value(idx[i]);
+				lists[i] = rng_below(NL);
+				pay[2 * i] = (uint32_t) rng_next();
+				pay[2 * i + 1] = (uint32_t) rng_next();
+			}
+			if (reinsert)
+			{
+				assert_int_equal(ops->store_delete(s, 1, keys, &n), GI_OK);
+				assert_int_equal(n, mk[idx[0]].n);
+				model_rows -= mk[idx[0]].n;
+				exp_deletes += mk[idx[0]].n;
+				mk[idx[0]].n = 0;
+			}
+			assert_int_equal(ops->store_insert(s, cnt, lists, keys, pay, &n),
+							 GI_OK);
+			for (i = 0; i < cnt; i++)
+			{
+				model_key  *k = &mk[idx[i]];
+
+				if (unique && k->n > 0)
+					continue;
+				if (k->n == k->cap)
+				{
+					k->cap = k->cap ? k->cap * 2 : 2;
+					k->v = realloc(k->v, k->cap * sizeof(model_rec));
+					assert_non_null(k->v);
+				}
+				k->v[k->n].list = lists[i];
+				k->v[k->n].w[0] = pay[2 * i];
+				k->v[k->n].w[1] = pay[2 * i + 1];
+				k->n++;
+				expect++;
+			}
+			assert_int_equal(n, expect);
+			model_rows += expect;
+			exp_inserts += expect;
+		}
+		else
+		{
+			/*
+			 * Delete a batch, mostly small, sometimes a large sweep that
+			 * empties many slabs at once.  The mix keeps about 10k records
+			 * live, so lists are chains of several slabs.
+			 */
+			cnt = kind < 93 ? 1 + rng_below(6) : 200;
+			for (i = 0; i < cnt; i++)
+			{
+				idx[i] = rng_below(NKEYS);
+				keys[i] = model_key_value(idx[i]);
+			}
+			assert_int_equal(ops->store_delete(s, cnt, keys, &n), GI_OK);
+			for (i = 0; i < cnt; i++)
+			{
+				expect += mk[idx[i]].n;
+				mk[idx[i]].n = 0;
+			}
+			assert_int_equal(n, expect);
+			model_rows -= expect;
+			exp_deletes += expect;
+		}
+
+		if (op % 97 == 0)
+		{
+			/* spot-check one key's rows and lists */
+			uint32_t	ki = rng_below(NKEYS);
+			uint32_t	l[64];
+			uint32_t	cntl[NL] = {0};
+			uint32_t	got_n = gi_host_store_lookup(s, model_key_value(ki), l,
+													 NULL, 64);
+
+			assert_int_equal(got_n, mk[ki].n);
+			for (i = 0; i < got_n && i < 64; i++)
+				cntl[l[i]]++;
+			for (i = 0; i < mk[ki].n && i < 64; i++)
+				cntl[mk[ki].v[i].list]--;
+			if (got_n <= 64)
+				for (i = 0; i < NL; i++)
+					assert_int_equal(cntl[i], 0);
+		}
+		if (op % EVERY == EVERY - 1)
+		{
+			model_compare(s, mk, NKEYS, NL, model_rows, &got, &want);
+			assert_int_equal(stats_of(s).inserts, exp_inserts);
+			assert_int_equal(stats_of(s).deletes, exp_deletes);
+		}
+	}
+	model_compare(s, mk, NKEYS, NL, model_rows, &got, &want);
+
+	{
+		/* delete everything: every slab goes back to the free stack */
+		uint32_t	i;
+		gi_store_stats st;
+
+		for (i = 0; i < NKEYS; i++)
+		{
+			uint64_t	k = model_key_value(i);
+
+			ops->store_delete(s, 1, &k, NULL);
+			mk[i].n = 0;
+		}
+		check_store(s);
+		st = stats_of(s);
+		assert_int_equal(st.rows, 0);
+		assert_int_equal(st.keys, 0);
+		assert_int_equal(st.slabs_used, 0);
+		for (i = 0; i < NL; i++)
+			assert_int_equal(gi_host_store_list_head(s, i), GI_NIL);
+	}
+
+	for (op = 0; op < NKEYS; op++)
+		free(mk[op].v);
+	free(mk);
+	free(got.v);
+	free(want.v);
+	ops->store_destroy(s);
+}
+
+static void
+test_random_differential(void **state)
+{
+	(void) state;
+	run_differential(false, 200000, UINT64_C(0x5EED0001));
+}
+
+static void
+test_random_differential_unique(void **state)
+{
+	(void) state;
+	run_differential(true, 60000, UINT64_C(0x5EED0002));
+}
+
+/* ---- IVF search against brute force ------------------------------------- */
+
+/* the test's own distance: double sums in dimension order, see host_ivf.c */
+static double
+ref_distance(gi_metric metric, const float *q, const float *x, uint32_t dim)
+{
+	double		acc = 0.0;
+	double		qq = 0.0;
+	double		xx = 0.0;
+	uint32_t	j;
+
+	for (j = 0; j < dim; j++)
+	{
+		if (metric == GI_METRIC_L2)
+			acc += ((double) x[j] - q[j]) * ((double) x[j] - q[j]);
+		else
+		{
+			acc += (double) x[j] * q[j];
+			qq += (double) q[j] * q[j];
+			xx += (double) x[j] * x[j];
+		}
+	}
+	if (metric == GI_METRIC_L2)
+		return acc;
+	if (metric == GI_METRIC_IP)
+		return -acc;
+	if (qq == 0.0 || xx == 0.0)
+		return INFINITY;
+	return 1.0 - acc / (sqrt(qq) * sqrt(xx));
+}
+
+typedef struct ref_hit
+{
+	double		d;
+	uint64_t	id;
+} ref_hit;
+
+static int
+ref_hit_cmp(const void *a, const void *b)
+{
+	const ref_hit *x = a;
+	const ref_hit *y = b;
+
+	if (x->d != y->d)
+		return x->d < y->d ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return 0;
+}
+
+typedef struct ivf_data
+{
+	uint32_t	dim;
+	uint32_t	nlists;
+	uint32_t	n;
+	float	   *centroids;
+	float	   *vecs;			/* n * dim */
+	uint32_t   *lists;
+	uint64_t   *keys;
+	bool	   *alive;
+} ivf_data;
+
+/* brute force restricted to the `probes` lists nearest to q */
+static uint32_t
+ref_search(const ivf_data *d, gi_metric metric, const float *q,
+		   uint32_t probes, uint32_t k, ref_hit *out)
+{
+	ref_hit    *cl = malloc(sizeof(ref_hit) * d->nlists);
+	ref_hit    *cand = malloc(sizeof(ref_hit) * (d->n + 1));
+	bool	   *probed = calloc(d->nlists, sizeof(bool));
+	uint32_t	nc = 0;
+	uint32_t	i;
+
+	assert_non_null(cl);
+	assert_non_null(cand);
+	assert_non_null(probed);
+	for (i = 0; i < d->nlists; i++)
+	{
+		double		dd = ref_distance(metric, q, d->centroids + i * d->dim, d->dim);
+
+		cl[i].d = isnan(dd) ? INFINITY : dd;
+		cl[i].id = i;
+	}
+	qsort(cl, d->nlists, sizeof(ref_hit), ref_hit_cmp);
+	for (i = 0; i < probes && i < d->nlists; i++)
+		probed[cl[i].id] = true;
+	for (i = 0; i < d->n; i++)
+	{
+		float		f;
+
+		if (!d->alive[i] || !probed[d->lists[i]])
+			continue;
+		f = (float) ref_distance(metric, q, d->vecs + (size_t) i * d->dim, d->dim);
+		cand[nc].d = isnan(f) ? INFINITY : f;
+		cand[nc].id = d->keys[i];
+		nc++;
+	}
+	qsort(cand, nc, sizeof(ref_hit), ref_hit_cmp);
+	if (nc > k)
+		nc = k;
+	memcpy(out, cand, nc * sizeof(ref_hit));
+	free(cl);
+	free(cand);
+	free(probed);
+	return nc;
+}
+
+static void
+check_search(gi_store *s, const ivf_data *d, gi_metric metric, uint32_t nq,
+			 const float *queries, uint32_t probes, uint32_t k)
+{
+	gi_hit	   *hits = malloc(sizeof(gi_hit) * nq * k);
+	uint32_t   *found = malloc(sizeof(uint32_t) * nq);
+	ref_hit    *want = malloc(sizeof(ref_hit) * k);
+	uint32_t	q;
+
+	assert_non_null(hits);
+	assert_non_null(found);
+	assert_non_null(want);
+	if (ops->ivf_search(s, d->centroids, d->dim, metric, nq, queries, probes,
+						k, hits, found) != GI_OK)
+		fail_msg("ivf_search: %s", ops->last_error());
+	for (q = 0; q < nq; q++)
+	{
+		uint32_t	nw = ref_search(d, metric, queries + (size_t) q * d->dim,
+									probes, k, want);
+		uint32_t	r;
+
+		if (found[q] != nw)
+			fail_msg("metric %d probes %u k %u query %u: found %u, brute force %u",
+					 metric, probes, k, q, found[q], nw);
+		for (r = 0; r < k; r++)
+		{
+			const gi_hit *h = &hits[(size_t) q * k + r];
+
+			if (r < nw)
+			{
+				if (h->key != want[r].id || h->distance != (float) want[r].d)
+					fail_msg("metric %d probes %u k %u query %u rank %u: got (%llu, %.9g), want (%llu, %.9g)",
+							 metric, probes, k, q, r,
+							 (unsigned long long) h->key, h->distance,
+							 (unsigned long long) want[r].id, want[r].d);
+			}
+			else
+			{
+				assert_int_equal(h->key, 0);
+				assert_true(isinf(h->distance) && h->distance > 0);
+			}
+		}
+	}
+	free(hits);
+	free(found);
+	free(want);
+}
+
+static void
+test_ivf_search(void **state)
+{
+	enum
+	{
+		DIM = 12, NL = 9, N = 900, NQ = 12
+	};
+	ivf_data	d;
+	gi_store   *s = new_store(NL, DIM * 4, 4, false, 0);
+	float		queries[NQ * DIM];
+	uint32_t	i;
+	uint32_t	j;
+	int			m;
+
+	(void) state;
+	rng_seed(777);
+	d.dim = DIM;
+	d.nlists = NL;
+	d.n = N;
+	d.centroids = malloc(sizeof(float) * NL * DIM);
+	d.vecs = malloc(sizeof(float) * N * DIM);
+	d.lists = malloc(sizeof(uint32_t) * N);
+	d.keys = malloc(sizeof(uint64_t) * N);
+	d.alive = malloc(sizeof(bool) * N);
+	for (i = 0; i < NL * DIM; i++)
+		d.centroids[i] = rng_float();
+	for (i = 0; i < N; i++)
+	{
+		for (j = 0; j < DIM; j++)
+			d.vecs[i * DIM + j] = rng_float();
+		d.lists[i] = rng_below(NL);
+		/* shuffled keys, so key order is not insertion order */
+		d.keys[i] = gi_tid_to_key((i * 7919u) % N, (uint16_t) (i % 3));
+		d.alive[i] = true;
+	}
+	/* exact ties: copies of record 0 under other keys, in other lists */
+	for (i = 1; i <= 6; i++)
+		memcpy(d.vecs + (size_t) (N - i) * DIM, d.vecs, sizeof(float) * DIM);
+	/* zero vectors: cosine ranks them last */
+	for (i = 10; i < 14; i++)
+		memset(d.vecs + (size_t) i * DIM, 0, sizeof(float) * DIM);
+	/* multi-posting: record 20's key also owns record 21, 22 */
+	d.keys[21] = d.keys[20];
+	d.keys[22] = d.keys[20];
+
+	assert_int_equal(ops->store_insert(s, N, d.lists, d.keys, d.vecs, NULL),
+					 GI_OK);
+	/* delete some keys in the model and the store alike */
+	for (i = 0; i < N; i += 7)
+	{
+		uint32_t	x;
+
+		delete1(s, d.keys[i]);
+		for (x = 0; x < N; x++)
+			if (d.keys[x] == d.keys[i])
+				d.alive[x] = false;
+	}
+	check_store(s);
+
+	for (i = 0; i < NQ * DIM; i++)
+		queries[i] = rng_float();
+	memcpy(queries, d.vecs, sizeof(float) * DIM);	/* hits the ties */
+	memset(queries + DIM, 0, sizeof(float) * DIM);	/* zero query */
+	memcpy(queries + 2 * DIM, d.centroids + 3 * DIM, sizeof(float) * DIM);
+
+	for (m = 0; m < 3; m++)
+	{
+		gi_metric	metric = (gi_metric) m;
+
+		check_search(s, &d, metric, NQ, queries, NL, 10);	/* exact */
+		check_search(s, &d, metric, NQ, queries, NL + 5, 1);	/* clamped */
+		check_search(s, &d, metric, NQ, queries, 3, 25);
+		check_search(s, &d, metric, NQ, queries, 1, 7);
+		check_search(s, &d, metric, NQ, queries, 2, 2000);	/* k > records */
+	}
+
+	/* argument errors */
+	{
+		gi_hit		h[4];
+		uint32_t	f[1];
+
+		assert_int_equal(ops->ivf_search(s, d.centroids, DIM + 1, GI_METRIC_L2,
+										 1, queries, 1, 4, h, f), GI_ERR_INVALID);
+		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
+										 1, queries, 0, 4, h, f), GI_ERR_INVALID);
+		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, (gi_metric) 9,
+										 1, queries, 1, 4, h, f), GI_ERR_INVALID);
+		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
+										 0, queries, 1, 4, h, f), GI_OK);
+		f[0] = 99;
+		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
+										 1, queries, 1, 0, NULL, f), GI_OK);
+		assert_int_equal(f[0], 0);
+	}
+
+	free(d.centroids);
+	free(d.vecs);
+	free(d.lists);
+	free(d.keys);
+	free(d.alive);
+	ops->store_destroy(s);
+}
+
+/* fewer records than k: found < k and +Inf padding; empty store too */
+static void
+test_ivf_search_small(void **state)
+{
+	enum
+	{
+		DIM = 3, NL = 2
+	};
+	gi_store   *s = new_store(NL, DIM * 4, 1, true, 0);
+	float		cent[NL * DIM] = {0, 0, 0, 10, 10, 10};
+	float		vecs[5 * DIM] = {1, 0, 0, 2, 0, 0, 3, 0, 0, 9, 10, 10, 0, 1, 0};
+	uint32_t	lists[5] = {0, 0, 0, 1, 0};
+	uint64_t	keys[5] = {50, 40, 30, 20, 10};
+	float		q[DIM] = {0, 0, 0};
+	gi_hit		h[10];
+	uint32_t	f;
+	uint32_t	r;
+
+	(void) state;
+	/* empty store: nothing found */
+	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 2, 10,
+									 h, &f), GI_OK);
+	assert_int_equal(f, 0);
+	for (r = 0; r < 10; r++)
+	{
+		assert_int_equal(h[r].key, 0);
+		assert_true(isinf(h[r].distance));
+	}
+
+	assert_int_equal(ops->store_insert(s, 5, lists, keys, vecs, NULL), GI_OK);
+	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 2, 10,
+									 h, &f), GI_OK);
+	assert_int_equal(f, 5);
+	/* distances 1 (keys 50 and 10: tie broken by key), 4, 9, 281 */
+	assert_int_equal(h[0].key, 10);
+	assert_int_equal(h[1].key, 50);
+	assert_true(h[0].distance == 1.0f && h[1].distance == 1.0f);
+	assert_int_equal(h[2].key, 40);
+	assert_true(h[2].distance == 4.0f);
+	assert_int_equal(h[3].key, 30);
+	assert_int_equal(h[4].key, 20);
+	assert_true(h[4].distance == 281.0f);
+	for (r = 5; r < 10; r++)
+	{
+		assert_int_equal(h[r].key, 0);
+		assert_true(isinf(h[r].distance) && h[r].distance > 0);
+	}
+
+	/* one probe: list 0 only */
+	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 1, 10,
+									 h, &f), GI_OK);
+	assert_int_equal(f, 4);
+	ops->store_destroy(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backend_identity),
+		cmocka_unit_test(test_create_invalid),
+		cmocka_unit_test(test_insert_delete_basic),
+		cmocka_unit_test(test_extreme_keys),
+		cmocka_unit_test(test_payload_roundtrip),
+		cmocka_unit_test(test_slab_reuse_simple),
+		cmocka_unit_test(test_slab_reuse_sliding_window),
+		cmocka_unit_test(test_idempotent_delete),
+		cmocka_unit_test(test_unique_keys),
+		cmocka_unit_test(test_multi_posting),
+		cmocka_unit_test(test_set_limit),
+		cmocka_unit_test(test_memory_limit),
+		cmocka_unit_test(test_alloc_failure),
+		cmocka_unit_test(test_random_differential),
+		cmocka_unit_test(test_random_differential_unique),
+		cmocka_unit_test(test_ivf_search),
+		cmocka_unit_test(test_ivf_search_small),
+	};
+
+	ops = gi_host_backend();
+	return cmocka_run_group_tests_name("host_store", tests, NULL, NULL);
+}
