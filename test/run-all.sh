@@ -19,8 +19,9 @@ sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 echo "== build"
 make -s clean >/dev/null 2>&1
-make -s -j2 PG_CONFIG="$PG_CONFIG" || exit 1
-sudo_if make -s install PG_CONFIG="$PG_CONFIG" >/dev/null || exit 1
+# GPUINDEX_MAKE_ARGS: e.g. with_llvm=no where clang is missing (GPU host)
+make -s -j4 PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} || exit 1
+sudo_if make -s install PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} >/dev/null || exit 1
 
 status=0
 summary=""

@@ -33,7 +33,14 @@ cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
 q "CREATE EXTENSION gpuindex" >/dev/null
 check "ping" "" "$(q "SELECT gpuindex_ping()")"
 backend=$(q "SELECT backend FROM gpuindex_service()")
-check "service backend is the configured device" "$GPUINDEX_TEST_DEVICE" "$backend"
+echo "# service: $(q "SELECT backend || ' on ' || device FROM gpuindex_service()")"
+grep -h "gpuindex device service:" "$dir/server.log" | sed 's/^/# log: /'
+if [ "$GPUINDEX_TEST_DEVICE" = auto ]; then
+	case "$backend" in cpu|cuda) pass "service backend chosen by auto ($backend)" ;;
+		*) fail "service backend chosen by auto (got $backend)" ;; esac
+else
+	check "service backend is the configured device" "$GPUINDEX_TEST_DEVICE" "$backend"
+fi
 check "service not bound to a database" "t" \
 	"$(q "SELECT datid IS NULL FROM pg_stat_activity WHERE backend_type = 'gpuindex device service'")"
 

@@ -1,0 +1,37 @@
+#!/bin/bash
+# The GPU host runner: on a machine with a GPU but no PostgreSQL (see
+# docs/gpu-tests.md), unpack Debian 12's PostgreSQL 15 from packages
+# fetched beforehand on a Debian machine, build and install gpuindex into
+# it, and run the whole suite (unit tests, pg_regress, service scripts)
+# with gpuindex.device = $GPUINDEX_TEST_DEVICE (default cuda).
+#
+# Prepare on the Debian machine (into the ignored .gpuhost/ folder):
+#   ../shared/gpu-host/fetch-postgres-debs.sh .gpuhost/debs
+#   (cd .gpuhost && mkdir -p cmocka && cd cmocka && apt-get download libcmocka0 libcmocka-dev)
+# Then on the GPU host, from the repository root:
+#   bash test/gpu/run-gpu.sh [.gpuhost]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+cache=${1:-$top/.gpuhost}
+prefix=${GPUINDEX_PG_PREFIX:-/tmp/pg}
+
+eval "$(bash "$here/setup-postgres.sh" "$cache/debs" "$prefix")"
+if [ -d "$cache/cmocka" ]; then
+	mkdir -p /tmp/cmocka
+	for f in "$cache"/cmocka/*.deb; do dpkg -x "$f" /tmp/cmocka; done
+	export CMOCKA_PREFIX=/tmp/cmocka
+fi
+# the server user must be able to read the installed tree
+chmod -R a+rX "$prefix"
+
+echo "== device"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+nvcc --version | tail -2
+
+export GPUINDEX_TEST_DEVICE=${GPUINDEX_TEST_DEVICE:-cuda}
+export GPUINDEX_SKIP_DEPS=1
+# Debian's PGXS wants clang-14 for JIT bitcode; the GPU host has none
+command -v clang-14 >/dev/null || export GPUINDEX_MAKE_ARGS="with_llvm=no ${GPUINDEX_MAKE_ARGS:-}"
+
+bash "$top/test/run-all.sh"
