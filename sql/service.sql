@@ -1,5 +1,7 @@
 -- The device service as seen from SQL (the suite runs with gpuindex preloaded).
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuindex;
+RESET client_min_messages;
 
 -- a round trip, and the service's identity
 SELECT gpuindex_ping();

@@ -18,6 +18,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "am/gpuivf.h"
 #include "gi_client.h"
 #include "gi_service.h"
 #include "gi_shmem.h"
@@ -155,4 +156,6 @@ _PG_init(void)
 		gi_shmem_register();
 		register_service();
 	}
+
+	gpuivf_init();
 }

@@ -332,10 +332,19 @@ static gi_status
 gi_host_grow_pool(gi_store *s)
 {
 	uint64_t	old = s->nslabs;
-	uint64_t	want = old + s->params.chunk_slabs;
+	/*
+	 * Grow geometrically up to one chunk at a time: a small index should
+	 * not pay for a whole chunk, a large one should not realloc often.
+	 */
+	uint64_t	step = old < 16 ? 16 : old;
+	uint64_t	want;
 	uint64_t	slots;
 	uint64_t	oldslots = old * GI_SLAB_RECORDS;
 	uint64_t	i;
+
+	if (step > s->params.chunk_slabs)
+		step = s->params.chunk_slabs;
+	want = old + step;
 
 	if (want > GI_HOST_MAX_SLABS)
 		want = GI_HOST_MAX_SLABS;

@@ -1,0 +1,149 @@
+--
+-- gpuivf_search(): many queries in one call, visible rows only, the same
+-- answers as the ordered index scan; and its bad input.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpuindex;
+RESET client_min_messages;
+SELECT setseed(0.125);
+
+CREATE TABLE ivf_docs (id bigint PRIMARY KEY, title text, v real[])
+WITH (fillfactor = 70, autovacuum_enabled = off);
+INSERT INTO ivf_docs
+SELECT i, 'doc ' || i, array(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
+FROM generate_series(1, 2000) i;
+CREATE INDEX ivf_docs_v ON ivf_docs USING gpuivf (v) WITH (lists = 10);
+CREATE TABLE ivf_q AS
+SELECT q, array(SELECT random()::real FROM generate_series(1, 8) WHERE q > 0) AS v
+FROM generate_series(1, 1000) q;
+-- all queries as one 1000 x 8 array
+SELECT array_agg(v ORDER BY q) AS qs FROM ivf_q \gset
+
+SET gpuivf.probes = 3;
+-- 1000 queries, 10 rows each, one search request to the service
+SELECT searches AS s0, search_batches AS b0 FROM gpuindex_stats
+WHERE indexrelid = 'ivf_docs_v'::regclass \gset
+-- (a column named ctid cannot go into a table as such: rename it)
+CREATE TABLE ivf_res AS
+SELECT query, ctid AS tid, distance FROM gpuivf_search('ivf_docs_v', :'qs', 10);
+SELECT searches - :s0 AS searches, search_batches - :b0 AS batches FROM gpuindex_stats
+WHERE indexrelid = 'ivf_docs_v'::regclass;
+SELECT count(*), count(DISTINCT query), min(query), max(query) FROM ivf_res;
+
+-- the same rows, in the same order, as the ordered index scan
+SET enable_seqscan = off;
+SELECT count(*) AS mismatches
+FROM ivf_q q
+WHERE array(SELECT d.id FROM ivf_docs d JOIN ivf_res r ON r.tid = d.ctid
+            WHERE r.query = q.q ORDER BY r.distance, d.id)
+      IS DISTINCT FROM
+      array(SELECT id FROM ivf_docs ORDER BY v <-> q.v LIMIT 10);
+RESET enable_seqscan;
+-- distances are the operator's (to float precision), ascending per query
+SELECT bool_and(abs(r.distance - (d.v <-> q.v)) <= 1e-6 * greatest(1, d.v <-> q.v)) AS distances_ok
+FROM ivf_res r JOIN ivf_docs d ON d.ctid = r.tid JOIN ivf_q q ON q.q = r.query;
+SELECT bool_and(ok) AS ascending
+FROM (SELECT distance >= lag(distance) OVER w OR lag(distance) OVER w IS NULL AS ok
+      FROM ivf_res WINDOW w AS (PARTITION BY query ORDER BY distance)) s;
+DROP TABLE ivf_res;
+
+-- probes = lists: the exact answer
+SET gpuivf.probes = 10;
+SELECT count(*) AS mismatches
+FROM ivf_q q
+WHERE array(SELECT key FROM gpuivf_search('ivf_docs_v', ARRAY[q.v], 5, 'id', NULL::bigint))
+      IS DISTINCT FROM
+      array(SELECT id FROM ivf_docs ORDER BY v <-> q.v, id LIMIT 5)
+  AND q.q <= 100;
+
+-- a 1-D array is one query; the key variant returns the chosen column
+SELECT s.query, s.key, abs(s.distance - (d.v <-> q.v)) < 1e-6 AS distance_ok
+FROM (SELECT v FROM ivf_docs WHERE id = 42) q,
+     gpuivf_search('ivf_docs_v', q.v, 3, 'id', NULL::bigint) s
+JOIN ivf_docs d ON d.id = s.key
+ORDER BY s.distance;
+SELECT array(SELECT id FROM ivf_docs ORDER BY v <-> (SELECT v FROM ivf_docs WHERE id = 42), id LIMIT 3);
+SELECT query, key
+FROM gpuivf_search('ivf_docs_v', (SELECT v FROM ivf_docs WHERE id = 42), 1, 'title', NULL::text);
+SELECT d.id FROM gpuivf_search('ivf_docs_v', (SELECT v FROM ivf_docs WHERE id = 42), 1) s
+JOIN ivf_docs d ON d.ctid = s.ctid;
+
+-- only visible rows, and still k of them: deleted rows are skipped and the
+-- search goes on with a larger k
+BEGIN;
+DELETE FROM ivf_docs WHERE id % 4 <> 0;
+SELECT count(*) AS rows, bool_and(d.id % 4 = 0) AS all_visible,
+       min(cnt) AS min_per_query
+FROM (SELECT query, count(*) OVER (PARTITION BY query) AS cnt, ctid
+      FROM gpuivf_search('ivf_docs_v', :'qs', 10)) r
+JOIN ivf_docs d ON d.ctid = r.ctid;
+SELECT count(*) AS mismatches
+FROM ivf_q q
+WHERE array(SELECT key FROM gpuivf_search('ivf_docs_v', ARRAY[q.v], 10, 'id', NULL::bigint))
+      IS DISTINCT FROM
+      array(SELECT id FROM ivf_docs ORDER BY v <-> q.v, id LIMIT 10)
+  AND q.q <= 50;
+ROLLBACK;
+-- rows this transaction inserted are found (the insert queue is flushed)
+BEGIN;
+INSERT INTO ivf_docs VALUES (5001, 'new', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}');
+SELECT key FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', 1, 'id', NULL::bigint);
+ROLLBACK;
+-- k larger than the table: every row once
+SELECT count(*), count(DISTINCT ctid)
+FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', 5000);
+-- a HOT update (no new index entry): the visible version's ctid comes back
+BEGIN;
+SELECT ctid AS old_ctid FROM ivf_docs WHERE id = 42 \gset
+UPDATE ivf_docs SET title = 'updated' WHERE id = 42;
+SELECT pg_stat_get_xact_tuples_hot_updated('ivf_docs'::regclass) AS hot_updates;
+SELECT s.ctid <> :'old_ctid' AS moved, d.id, d.title
+FROM gpuivf_search('ivf_docs_v', (SELECT v FROM ivf_docs WHERE id = 42), 1) s
+JOIN ivf_docs d ON d.ctid = s.ctid;
+COMMIT;
+RESET gpuivf.probes;
+
+--
+-- Bad input
+--
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', 0);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', -1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', 100001);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NaN}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,Infinity}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NULL}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{{1,2,3,4,5,6,7,8}}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_pkey', '{{1,2,3,4,5,6,7,8}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs', '{{1,2,3,4,5,6,7,8}}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'nosuch', NULL::int);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'id', NULL::int);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'ctid', NULL::tid);
+-- NULL arguments: no rows
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', NULL, 1);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', NULL);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, NULL, NULL::int);
+-- an empty index: no rows (and no dimension to check)
+CREATE TABLE ivf_none (v real[]);
+CREATE INDEX ivf_none_v ON ivf_none USING gpuivf (v);
+SELECT count(*) FROM gpuivf_search('ivf_none_v', '{1,2}', 1);
+DROP TABLE ivf_none;
+-- reading an index needs SELECT on its table
+CREATE ROLE regress_gpuivf_reader;
+SET ROLE regress_gpuivf_reader;
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1);
+SELECT * FROM gpuivf_centroids('ivf_docs_v');
+SELECT * FROM gpuivf_list_items('ivf_docs_v');
+RESET ROLE;
+GRANT SELECT ON ivf_docs TO regress_gpuivf_reader;
+SET ROLE regress_gpuivf_reader;
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1);
+RESET ROLE;
+REVOKE SELECT ON ivf_docs FROM regress_gpuivf_reader;
+DROP ROLE regress_gpuivf_reader;
+
+DROP TABLE ivf_docs, ivf_q;
+SELECT count(*) FROM gpuindex_stats WHERE index_name LIKE 'ivf\_%';
+-- leave the database as the next test expects it
+DROP EXTENSION gpuindex;

@@ -1,0 +1,469 @@
+/*
+ * gpuivf_build.c
+ *		CREATE INDEX / REINDEX / TRUNCATE: sample, train, assign, write the
+ *		pages, load the device store.
+ *
+ * Pass 1 scans the table, fixes the dimension from the first row, checks
+ * every row and keeps a seeded reservoir sample (Algorithm R) of
+ * max(GPUIVF_SAMPLES_PER_LIST * lists, GPUIVF_MIN_SAMPLES) vectors, fewer
+ * if maintenance_work_mem cannot hold them (but never fewer than lists).
+ * k-means trains min(lists, sampled rows) centroids.  Pass 2 scans the
+ * table again, assigns every row to its nearest centroid and feeds
+ * (list, TID, vector) to a tuplesort, so that each list's chain is written
+ * in one go, TIDs ascending.  Pages are written through shared buffers
+ * without WAL and logged as full-page images at the end
+ * (log_newpage_range), the way other index builds do.  Finally the index
+ * is loaded into the device service, so that it is resident at once.
+ *
+ * A table with no indexable rows gives an index with no lists: the first
+ * insert fixes the dimension and creates a single list (see
+ * gpuivf_initialize_lists).
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
+#include "catalog/pg_type_d.h"
+#include "commands/progress.h"
+#include "common/pg_prng.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "access/xloginsert.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+#include "gpuivf.h"
+
+typedef struct GpuivfBuildState
+{
+	Relation	heap;
+	Relation	index;
+	uint32		metric;
+	int			lists_opt;
+	int			dim;			/* 0 until the first row */
+
+	/* pass 1: reservoir sample */
+	int			sample_target;
+	int			sample_cap;
+	int			nsamples;
+	float4	   *samples;
+	double		nindexable;		/* rows seen that will be indexed */
+	pg_prng_state prng;
+
+	/* pass 2 */
+	uint32		lists;
+	float4	   *centroids;
+	float4	   *cnorms;
+	Tuplesortstate *sort;
+	TupleDesc	sortdesc;
+	TupleTableSlot *slot;		/* into the sort (virtual) */
+	TupleTableSlot *outslot;	/* out of the sort (minimal tuples) */
+	double		indtuples;
+
+	MemoryContext buildcxt;		/* lives as long as the build */
+	MemoryContext tmpcxt;		/* reset after every row */
+} GpuivfBuildState;
+
+/* validated floats of a build row; NULL when the row is not indexed */
+static const float4 *
+build_row_floats(GpuivfBuildState *bs, Datum value, int *dim)
+{
+	const float4 *vec = gpuivf_datum_floats(bs->index, value, dim, "vector");
+
+	if (*dim > GPUIVF_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gpuivf indexes support at most %d dimensions", GPUIVF_MAX_DIM),
+				 errdetail("A row has %d dimensions.", *dim)));
+	if (bs->dim == 0)
+		bs->dim = *dim;
+	else if (bs->dim != *dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("expected %d dimensions, not %d", bs->dim, *dim),
+				 errdetail("All vectors in a gpuivf index have the dimensions of the first one.")));
+	if (!gpuivf_vector_indexable(bs->metric, vec, *dim))
+		return NULL;
+	return vec;
+}
+
+static void
+sample_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+				bool tupleIsAlive, void *state)
+{
+	GpuivfBuildState *bs = (GpuivfBuildState *) state;
+	MemoryContext old;
+	const float4 *vec;
+	int			dim;
+
+	if (isnull[0])
+		return;
+
+	old = MemoryContextSwitchTo(bs->tmpcxt);
+	vec = build_row_floats(bs, values[0], &dim);
+	if (vec != NULL)
+	{
+		int			slot = -1;
+
+		if (bs->samples == NULL)
+		{
+			/* the dimension is known now: size the reservoir */
+			Size		budget = (Size) maintenance_work_mem * 1024;
+			Size		per = (Size) dim * sizeof(float4);
+
+			bs->sample_cap = bs->sample_target;
+			if ((Size) bs->sample_cap * per > budget)
+				bs->sample_cap = (int) Max(budget / per, (Size) bs->lists_opt);
+			bs->samples = MemoryContextAllocHuge(bs->buildcxt,
+												 (Size) bs->sample_cap * per);
+		}
+
+		if (bs->nsamples < bs->sample_cap)
+			slot = bs->nsamples++;
+		else
+		{
+			uint64		j = pg_prng_uint64_range(&bs->prng, 0, (uint64) bs->nindexable);
+
+			if (j < (uint64) bs->sample_cap)
+				slot = (int) j;
+		}
+		if (slot >= 0)
+			memcpy(bs->samples + (Size) slot * dim, vec, dim * sizeof(float4));
+		bs->nindexable += 1;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(bs->tmpcxt);
+}
+
+static void
+assign_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+				bool tupleIsAlive, void *state)
+{
+	GpuivfBuildState *bs = (GpuivfBuildState *) state;
+	MemoryContext old;
+	const float4 *vec;
+	int			dim;
+
+	if (isnull[0])
+		return;
+
+	old = MemoryContextSwitchTo(bs->tmpcxt);
+	vec = build_row_floats(bs, values[0], &dim);
+	if (vec != NULL)
+	{
+		uint32		list = gpuivf_nearest_list(bs->centroids, bs->cnorms, bs->lists,
+											   dim, bs->metric, vec);
+		bytea	   *payload = palloc(VARHDRSZ + dim * sizeof(float4));
+
+		SET_VARSIZE(payload, VARHDRSZ + dim * sizeof(float4));
+		memcpy(VARDATA(payload), vec, dim * sizeof(float4));
+
+		ExecClearTuple(bs->slot);
+		bs->slot->tts_values[0] = Int32GetDatum((int32) list);
+		bs->slot->tts_values[1] = Int64GetDatum((int64) gi_tid_to_key(ItemPointerGetBlockNumber(tid),
+																		ItemPointerGetOffsetNumber(tid)));
+		bs->slot->tts_values[2] = PointerGetDatum(payload);
+		bs->slot->tts_isnull[0] = bs->slot->tts_isnull[1] = bs->slot->tts_isnull[2] = false;
+		ExecStoreVirtualTuple(bs->slot);
+		tuplesort_puttupleslot(bs->sort, bs->slot);
+
+		bs->indtuples += 1;
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) bs->indtuples);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(bs->tmpcxt);
+}
+
+/* metapage and list-info pages (centroids, empty chains) */
+static void
+write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
+{
+	Relation	index = bs->index;
+	Buffer		metabuf;
+	uint32		per = bs->dim > 0 ? gpuivf_lists_per_page(bs->dim) : 0;
+	Size		itemsz = GPUIVF_ITEM_SIZE(bs->dim);
+	GpuivfListInfo info;
+	Buffer		buf = InvalidBuffer;
+	BlockNumber first = InvalidBlockNumber;
+
+	metabuf = gpuivf_new_buffer(index, forknum, true);
+	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
+
+	if (bs->lists > 0)
+	{
+		info = palloc0(itemsz);
+		info->startPage = InvalidBlockNumber;
+		info->insertPage = InvalidBlockNumber;
+		for (uint32 l = 0; l < bs->lists; l++)
+		{
+			Page		page;
+
+			if (l % per == 0)
+			{
+				if (BufferIsValid(buf))
+				{
+					MarkBufferDirty(buf);
+					UnlockReleaseBuffer(buf);
+				}
+				buf = gpuivf_new_buffer(index, forknum, true);
+				if (l == 0)
+					first = BufferGetBlockNumber(buf);
+				gpuivf_init_page(BufferGetPage(buf), GPUIVF_PAGE_LISTINFO);
+			}
+			page = BufferGetPage(buf);
+			memcpy(info->centroid, bs->centroids + (Size) l * bs->dim,
+				   bs->dim * sizeof(float4));
+			if (PageAddItem(page, (Item) info, itemsz, InvalidOffsetNumber, false, false) !=
+				FirstOffsetNumber + l % per)
+				elog(ERROR, "failed to add list-info item to gpuivf index \"%s\"",
+					 RelationGetRelationName(index));
+		}
+		MarkBufferDirty(buf);
+		UnlockReleaseBuffer(buf);
+		pfree(info);
+	}
+
+	gpuivf_init_metapage(BufferGetPage(metabuf), bs->dim, bs->lists, bs->lists_opt,
+						 bs->metric, first);
+	MarkBufferDirty(metabuf);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/* pass 2's sorted output: one chain per list, then the list-info items */
+static void
+write_lists(GpuivfBuildState *bs)
+{
+	Relation	index = bs->index;
+	GpuivfMeta	meta;
+	Size		itemsz = GPUIVF_ITEM_SIZE(bs->dim);
+	GpuivfTuple tup = palloc0(itemsz);
+	BlockNumber *start = palloc(sizeof(BlockNumber) * bs->lists);
+	BlockNumber *last = palloc(sizeof(BlockNumber) * bs->lists);
+	Buffer		buf = InvalidBuffer;
+	int32		cur = -1;
+	double		done = 0;
+
+	for (uint32 l = 0; l < bs->lists; l++)
+		start[l] = last[l] = InvalidBlockNumber;
+
+	while (tuplesort_gettupleslot(bs->sort, true, false, bs->outslot, NULL))
+	{
+		bool		isnull;
+		int32		list = DatumGetInt32(slot_getattr(bs->outslot, 1, &isnull));
+		uint64		key = (uint64) DatumGetInt64(slot_getattr(bs->outslot, 2, &isnull));
+		bytea	   *payload = DatumGetByteaPP(slot_getattr(bs->outslot, 3, &isnull));
+		Page		page;
+
+		ItemPointerSet(&tup->heaptid, gi_key_block(key), gi_key_offset(key));
+		memcpy(tup->vec, VARDATA_ANY(payload), bs->dim * sizeof(float4));
+
+		if (list != cur && BufferIsValid(buf))
+		{
+			MarkBufferDirty(buf);
+			UnlockReleaseBuffer(buf);
+			buf = InvalidBuffer;
+		}
+		cur = list;
+
+		if (!BufferIsValid(buf) ||
+			PageGetFreeSpace(BufferGetPage(buf)) < MAXALIGN(itemsz))
+		{
+			Buffer		newbuf = gpuivf_new_buffer(index, MAIN_FORKNUM, true);
+			BlockNumber newblk = BufferGetBlockNumber(newbuf);
+
+			gpuivf_init_page(BufferGetPage(newbuf), GPUIVF_PAGE_DATA);
+			if (BufferIsValid(buf))
+			{
+				GpuivfPageGetOpaque(BufferGetPage(buf))->nextblkno = newblk;
+				MarkBufferDirty(buf);
+				UnlockReleaseBuffer(buf);
+			}
+			else
+				start[list] = newblk;
+			last[list] = newblk;
+			buf = newbuf;
+		}
+		page = BufferGetPage(buf);
+		if (PageAddItem(page, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
+			elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
+				 RelationGetRelationName(index));
+
+		done += 1;
+		if (((int64) done & 1023) == 0)
+		{
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) done);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (BufferIsValid(buf))
+	{
+		MarkBufferDirty(buf);
+		UnlockReleaseBuffer(buf);
+	}
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) done);
+
+	/* the chains' ends go into the list-info items */
+	meta.lists = bs->lists;
+	meta.lists_per_page = gpuivf_lists_per_page(bs->dim);
+	meta.listinfo_start = GPUIVF_METAPAGE_BLKNO + 1;
+	for (uint32 l = 0; l < bs->lists;)
+	{
+		BlockNumber blkno;
+		OffsetNumber off;
+		Page		page;
+
+		gpuivf_listinfo_location(&meta, l, &blkno, &off);
+		buf = ReadBuffer(index, blkno);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		for (; l < bs->lists; l++)
+		{
+			GpuivfListInfo info;
+			BlockNumber b;
+
+			gpuivf_listinfo_location(&meta, l, &b, &off);
+			if (b != blkno)
+				break;
+			info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, off));
+			info->startPage = start[l];
+			info->insertPage = last[l];
+		}
+		MarkBufferDirty(buf);
+		UnlockReleaseBuffer(buf);
+	}
+	pfree(tup);
+	pfree(start);
+	pfree(last);
+}
+
+static void
+begin_sort(GpuivfBuildState *bs)
+{
+	AttrNumber	attNums[2] = {1, 2};
+	Oid			sortOperators[2] = {Int4LessOperator, Int8LessOperator};
+	Oid			sortCollations[2] = {InvalidOid, InvalidOid};
+	bool		nullsFirst[2] = {false, false};
+
+	bs->sortdesc = CreateTemplateTupleDesc(3);
+	TupleDescInitEntry(bs->sortdesc, (AttrNumber) 1, "list", INT4OID, -1, 0);
+	TupleDescInitEntry(bs->sortdesc, (AttrNumber) 2, "key", INT8OID, -1, 0);
+	TupleDescInitEntry(bs->sortdesc, (AttrNumber) 3, "vec", BYTEAOID, -1, 0);
+	bs->slot = MakeSingleTupleTableSlot(bs->sortdesc, &TTSOpsVirtual);
+	bs->outslot = MakeSingleTupleTableSlot(bs->sortdesc, &TTSOpsMinimalTuple);
+	bs->sort = tuplesort_begin_heap(bs->sortdesc, 2, attNums, sortOperators,
+									sortCollations, nullsFirst,
+									maintenance_work_mem, NULL, TUPLESORT_NONE);
+}
+
+IndexBuildResult *
+gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	GpuivfBuildState bs;
+	double		reltuples;
+
+	/* without the device service the index could never be searched */
+	gi_require_service();
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+
+	memset(&bs, 0, sizeof(bs));
+	bs.heap = heap;
+	bs.index = index;
+	bs.metric = gpuivf_opclass_metric(index);
+	bs.lists_opt = gpuivf_lists_option(index);
+	bs.sample_target = Max(GPUIVF_SAMPLES_PER_LIST * bs.lists_opt, GPUIVF_MIN_SAMPLES);
+	pg_prng_seed(&bs.prng, GPUIVF_SEED);
+	bs.buildcxt = CurrentMemoryContext;
+	bs.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "gpuivf build row",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	/* pass 1 */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_SAMPLE);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   sample_callback, &bs, NULL);
+
+	/* train */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_KMEANS);
+	if (bs.nsamples > 0)
+	{
+		bs.centroids = palloc_extended((Size) bs.lists_opt * bs.dim * sizeof(float4),
+									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		bs.lists = gpuivf_kmeans(bs.samples, bs.nsamples, bs.dim, bs.lists_opt,
+								 bs.metric, bs.centroids);
+		pfree(bs.samples);
+		bs.samples = NULL;
+	}
+	if (bs.lists > 0 && bs.lists < (uint32) bs.lists_opt)
+		ereport(NOTICE,
+				(errmsg("gpuivf index \"%s\" created with %u lists instead of %d",
+						RelationGetRelationName(index), bs.lists, bs.lists_opt),
+				 errdetail("The table has only %.0f indexable rows.", bs.nindexable),
+				 errhint("REINDEX once the table holds more rows than lists.")));
+
+	write_meta_and_lists(&bs, MAIN_FORKNUM);
+
+	if (bs.lists > 0)
+	{
+		/* pass 2 */
+		bs.cnorms = palloc(sizeof(float4) * bs.lists);
+		gpuivf_centroid_norms(bs.centroids, bs.lists, bs.dim, bs.cnorms);
+		begin_sort(&bs);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_ASSIGN);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) bs.nindexable);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+		reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+										   assign_callback, &bs, NULL);
+
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_WRITE);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) bs.indtuples);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+		tuplesort_performsort(bs.sort);
+		write_lists(&bs);
+		tuplesort_end(bs.sort);
+		ExecDropSingleTupleTableSlot(bs.slot);
+		ExecDropSingleTupleTableSlot(bs.outslot);
+	}
+
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0, RelationGetNumberOfBlocks(index), true);
+
+	/* resident at once; replaces the store of the old pages (REINDEX) */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_LOAD);
+	gpuivf_remember_built(index);
+	gpuivf_load_or_drop(index);
+
+	MemoryContextDelete(bs.tmpcxt);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = bs.indtuples;
+	return result;
+}
+
+/*
+ * The init fork of an unlogged index: a metapage with no lists.  There is
+ * nothing to load.
+ */
+void
+gpuivf_buildempty(Relation index)
+{
+	Buffer		metabuf;
+	uint32		metric = gpuivf_opclass_metric(index);
+
+	metabuf = gpuivf_new_buffer(index, INIT_FORKNUM, true);
+	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
+	START_CRIT_SECTION();
+	gpuivf_init_metapage(BufferGetPage(metabuf), 0, 0, gpuivf_lists_option(index),
+						 metric, InvalidBlockNumber);
+	MarkBufferDirty(metabuf);
+	log_newpage_buffer(metabuf, true);
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(metabuf);
+}

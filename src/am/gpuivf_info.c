@@ -1,0 +1,162 @@
+/*
+ * gpuivf_info.c
+ *		SQL functions that look inside a gpuivf index: its metadata, its
+ *		centroids, which list holds which row.  For diagnostics and for
+ *		tests that check the search against the lists independently.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "gpuivf.h"
+
+PG_FUNCTION_INFO_V1(gpuivf_index_info);
+PG_FUNCTION_INFO_V1(gpuivf_centroids);
+PG_FUNCTION_INFO_V1(gpuivf_list_items);
+
+static const char *const metric_names[] = {"l2", "ip", "cosine"};
+
+/*
+ * Open a gpuivf index named by a SQL caller, with its table, after
+ * checking that the caller may read the table (an index reveals its
+ * rows).  Both are locked AccessShareLock until the end of the
+ * transaction.
+ */
+Relation
+gpuivf_open_for_sql(Oid indexoid, Relation *heap_out)
+{
+	Oid			heapoid;
+	Relation	heap;
+	Relation	index;
+	AclResult	aclresult;
+
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gpuivf index",
+						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	heapoid = IndexGetRelation(indexoid, false);
+	heap = table_open(heapoid, AccessShareLock);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(heap->rd_rel->relkind),
+					   RelationGetRelationName(heap));
+	index = index_open(indexoid, AccessShareLock);
+	if (!gpuivf_is_gpuivf_index(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gpuivf index", RelationGetRelationName(index))));
+	*heap_out = heap;
+	return index;
+}
+
+Datum
+gpuivf_index_info(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index = gpuivf_open_for_sql(PG_GETARG_OID(0), &heap);
+	GpuivfMeta *meta = gpuivf_get_meta(index);
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int32GetDatum((int32) meta->dim);
+	values[1] = Int32GetDatum((int32) meta->lists);
+	values[2] = CStringGetTextDatum(meta->metric < lengthof(metric_names) ?
+									metric_names[meta->metric] : "?");
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+gpuivf_centroids(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index = gpuivf_open_for_sql(PG_GETARG_OID(0), &heap);
+	GpuivfMeta *meta;
+
+	InitMaterializedSRF(fcinfo, 0);
+	meta = gpuivf_get_meta(index);
+	for (uint32 l = 0; l < meta->lists; l++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		Datum	   *elems = palloc(sizeof(Datum) * meta->dim);
+
+		for (uint32 j = 0; j < meta->dim; j++)
+			elems[j] = Float4GetDatum(meta->centroids[(Size) l * meta->dim + j]);
+		values[0] = Int32GetDatum((int32) l);
+		values[1] = PointerGetDatum(construct_array(elems, meta->dim, FLOAT4OID,
+													sizeof(float4), true, TYPALIGN_INT));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(elems);
+	}
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return (Datum) 0;
+}
+
+Datum
+gpuivf_list_items(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	heap;
+	Relation	index = gpuivf_open_for_sql(PG_GETARG_OID(0), &heap);
+	GpuivfMeta	meta;
+	char	   *pagecopy = palloc(BLCKSZ);
+
+	InitMaterializedSRF(fcinfo, 0);
+	meta = *gpuivf_get_meta(index);
+	for (uint32 l = 0; l < meta.lists; l++)
+	{
+		BlockNumber listblk;
+		OffsetNumber listoff;
+		BlockNumber blkno;
+
+		gpuivf_listinfo_location(&meta, l, &listblk, &listoff);
+		gpuivf_read_list(index, listblk, listoff, &blkno, NULL);
+		while (BlockNumberIsValid(blkno))
+		{
+			Buffer		buf = ReadBuffer(index, blkno);
+			OffsetNumber maxoff;
+
+			/* emit from a copy: the tuplestore may write to disk */
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			memcpy(pagecopy, BufferGetPage(buf), BLCKSZ);
+			UnlockReleaseBuffer(buf);
+			maxoff = PageGetMaxOffsetNumber(pagecopy);
+			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+			{
+				GpuivfTuple tup = (GpuivfTuple) PageGetItem(pagecopy,
+															PageGetItemId(pagecopy, off));
+				Datum		values[2];
+				bool		nulls[2] = {false, false};
+
+				values[0] = Int32GetDatum((int32) l);
+				values[1] = PointerGetDatum(&tup->heaptid);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
+			blkno = GpuivfPageGetOpaque(pagecopy)->nextblkno;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	return (Datum) 0;
+}

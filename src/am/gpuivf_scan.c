@@ -1,0 +1,205 @@
+/*
+ * gpuivf_scan.c
+ *		Ordered index scans: ORDER BY col <op> const [LIMIT k].
+ *
+ * The scan asks the device service for the gpuivf.scan_batch nearest rows
+ * of the gpuivf.probes nearest lists.  The service answers in ascending
+ * (distance, key) order, deterministically, so when the executor wants
+ * more (large LIMIT, filters, invisible rows) the scan asks again for
+ * twice as many and returns only hits strictly after the last (distance,
+ * key) it returned.  It stops when the service found fewer than asked: at
+ * that point every row of the probed lists has been returned.
+ *
+ * Distances are exact (not estimates), so xs_recheckorderby is false; the
+ * values handed to the executor are what the ORDER BY operator returns, to
+ * float precision (see gpuivf_distance_value).
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "utils/float.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "gpuivf.h"
+#include "vecarray.h"
+
+typedef struct GpuivfScanOpaqueData
+{
+	MemoryContext cxt;			/* query and answers; reset at rescan */
+	bool		have_query;		/* false: NULL query or empty index */
+	float4	   *query;
+	uint32		dim;
+	uint32		metric;
+	uint32		probes;
+
+	bool		started;
+	uint32		k;				/* hits asked for in the last search */
+	gi_hit	   *hits;
+	uint32		nhits;
+	uint32		pos;
+	bool		more;			/* the service may have more than it gave */
+
+	bool		have_last;
+	float		last_dist;
+	uint64		last_key;
+} GpuivfScanOpaqueData;
+
+typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
+
+IndexScanDesc
+gpuivf_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GpuivfScanOpaque so = palloc0(sizeof(GpuivfScanOpaqueData));
+
+	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuivf scan",
+									ALLOCSET_DEFAULT_SIZES);
+	scan->opaque = so;
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+void
+gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
+			  int norderbys)
+{
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	GpuivfMeta *meta;
+	MemoryContext old;
+	uint32		lists;
+	const float4 *q;
+	int			dim;
+
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+
+	MemoryContextReset(so->cxt);
+	so->have_query = false;
+	so->query = NULL;
+	so->started = false;
+	so->hits = NULL;
+	so->nhits = so->pos = 0;
+	so->more = false;
+	so->have_last = false;
+
+	if (scan->numberOfOrderBys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuivf index scans need ORDER BY a distance operator")));
+
+	/* like pgvector: ordering by distance to NULL returns no rows */
+	if (scan->orderByData[0].sk_flags & SK_ISNULL)
+		return;
+
+	meta = gpuivf_get_meta(index);
+	so->dim = meta->dim;
+	so->metric = meta->metric;
+	lists = meta->lists;
+	meta = NULL;				/* support functions may invalidate the cache */
+	so->probes = (uint32) gpuivf_probes;
+
+	old = MemoryContextSwitchTo(so->cxt);
+	q = gpuivf_datum_floats(index, scan->orderByData[0].sk_argument, &dim,
+							"query vector");
+	/* an index with nothing in it has no dimension yet and no rows */
+	if (lists > 0)
+	{
+		gi_check_same_dim((int) so->dim, dim);
+		so->query = palloc(sizeof(float4) * dim);
+		memcpy(so->query, q, sizeof(float4) * dim);
+		so->have_query = true;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* (re)search with k hits */
+static void
+search(IndexScanDesc scan, uint32 k)
+{
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
+	MemoryContext old = MemoryContextSwitchTo(so->cxt);
+	uint32	   *found;
+
+	if (so->hits)
+		pfree(so->hits);
+	so->hits = gpuivf_search_service(scan->indexRelation, so->dim, so->query, 1,
+									 k, so->probes, &found);
+	so->k = k;
+	so->nhits = found[0];
+	so->more = (found[0] >= k);
+	so->pos = 0;
+	MemoryContextSwitchTo(old);
+}
+
+bool
+gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
+
+	if (!ScanDirectionIsForward(dir))
+		elog(ERROR, "gpuivf index scans only go forward");
+
+	if (!so->started)
+	{
+		so->started = true;
+		if (!so->have_query)
+			return false;
+		gpuivf_check_not_in_recovery();
+		/* this session's own new rows must be searchable */
+		gpuivf_flush_index(scan->indexRelation);
+		search(scan, (uint32) gpuivf_scan_batch);
+	}
+
+	for (;;)
+	{
+		while (so->pos < so->nhits)
+		{
+			gi_hit	   *h = &so->hits[so->pos++];
+
+			if (so->have_last && !gpuivf_hit_after(h, so->last_dist, so->last_key))
+				continue;		/* returned by an earlier batch */
+			so->have_last = true;
+			so->last_dist = h->distance;
+			so->last_key = h->key;
+
+			ItemPointerSet(&scan->xs_heaptid, gi_key_block(h->key),
+						   gi_key_offset(h->key));
+			scan->xs_recheck = false;
+			scan->xs_recheckorderby = false;
+			scan->xs_orderbyvals[0] = Float8GetDatum(gpuivf_distance_value(so->metric,
+																		   h->distance));
+			scan->xs_orderbynulls[0] = false;
+			for (int i = 1; i < scan->numberOfOrderBys; i++)
+				scan->xs_orderbynulls[i] = true;
+			return true;
+		}
+
+		if (!so->more)
+			return false;
+		if (so->k >= GPUIVF_MAX_K)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("gpuivf index scan cannot return more than %u rows", GPUIVF_MAX_K),
+					 errhint("Use a smaller LIMIT or fewer probes.")));
+		search(scan, (uint32) Min((uint64) so->k * 2, (uint64) GPUIVF_MAX_K));
+	}
+}
+
+void
+gpuivf_endscan(IndexScanDesc scan)
+{
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
+
+	MemoryContextDelete(so->cxt);
+	pfree(so);
+	scan->opaque = NULL;
+}

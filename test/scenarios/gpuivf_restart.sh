@@ -1,0 +1,98 @@
+#!/bin/bash
+# gpuivf across restarts, crashes and DDL: after a clean restart, a crash
+# (kill -9 of a backend: the postmaster resets everything) and a restart of
+# the device service alone, the index reloads from its pages on first use
+# and answers exactly as before; REINDEX, TRUNCATE, DROP INDEX and DROP
+# TABLE leave no stale store in gpuindex_stats.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib.sh"
+
+: "${GPUINDEX_TEST_DEVICE:=cpu}"
+dir=${1:-/tmp/gpuindex-restart-test}
+port=${GPUINDEX_TEST_PORT_RESTART:-54393}
+rm -rf "$dir"
+trap 'cluster_stop "$dir"' EXIT
+q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
+
+wait_ready() {
+	for i in $(seq 1 120); do
+		[ "$(q "SELECT 1" 2>/dev/null)" = 1 ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" || exit 1
+
+q "CREATE EXTENSION gpuindex" >/dev/null
+q "SELECT setseed(0.17);
+   CREATE TABLE t (id int PRIMARY KEY, v real[]);
+   INSERT INTO t SELECT i, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE i > 0)
+   FROM generate_series(1, 5000) i;
+   CREATE TABLE qs AS SELECT q, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE q > 0) AS v
+   FROM generate_series(1, 20) q;
+   CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = 25);" >/dev/null
+# rows inserted after the build live only in the pages and the insert path
+q "INSERT INTO t SELECT i, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE i > 0)
+   FROM generate_series(5001, 5500) i; DELETE FROM t WHERE id % 7 = 0;" >/dev/null
+
+answers() {
+	q "SET gpuivf.probes = 5; SET enable_seqscan = off;
+	   SELECT string_agg(ids, ' ' ORDER BY q) FROM (
+		 SELECT q, (SELECT string_agg(id::text || ':' || round((v <-> qs.v)::numeric, 4), ',')
+					FROM (SELECT id, v FROM t ORDER BY v <-> qs.v LIMIT 10) s) AS ids FROM qs) x"
+}
+uses_index=$(q "SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 10" | grep -c t_v_idx)
+check "plan uses the gpuivf index" 1 "$uses_index"
+a0=$(answers)
+[ -n "$a0" ] && [ "${a0#ERROR}" = "$a0" ] && pass "answers before restart" || fail "answers before restart ($a0)"
+
+as_pg "pg_ctl -D '$dir/data' -m fast -w restart -l '$dir/server.log' >/dev/null"
+wait_ready
+check "store gone after a clean restart" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
+check "same answers after a clean restart" "$a0" "$(answers)"
+# deleted rows stay in the pages until VACUUM: the store holds all 5500
+check "store reloaded once from the pages" "1|5500" "$(q "SELECT loads || '|' || rows FROM gpuindex_stats")"
+
+# crash: kill -9 a backend; the postmaster resets shared memory and all
+(cluster_psql "$dir" $port -Atc "SELECT pg_sleep(60)" >/dev/null 2>&1 &)
+sleep 1
+victim=$(q "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'")
+kill -9 $victim
+sleep 1
+wait_ready
+check "same answers after a crash" "$a0" "$(answers)"
+grep -q "terminated by signal 9" "$dir/server.log" && pass "the crash happened" || fail "the crash happened"
+
+# the service alone restarts: stores are gone, the next scan reloads
+q "SELECT pg_terminate_backend(pid) FROM gpuindex_service()" >/dev/null
+check "same answers after a service restart" "$a0" "$(answers)"
+
+# rows written while the index was not loaded reach it through the pages
+q "INSERT INTO t VALUES (99999, ARRAY(SELECT 0.5::real FROM generate_series(1, 16)))" >/dev/null
+q "SELECT pg_terminate_backend(pid) FROM gpuindex_service()" >/dev/null
+sleep 1.5
+check "row inserted before a service restart is found" 99999 \
+	"$(q "SET enable_seqscan = off; SET gpuivf.probes = 25; SELECT id FROM t ORDER BY v <-> ARRAY(SELECT 0.5::real FROM generate_series(1, 16)) LIMIT 1")"
+
+# DDL leaves no stale store
+old=$(q "SELECT relfilenode FROM gpuindex_stats WHERE index_name = 't_v_idx'")
+q "REINDEX INDEX t_v_idx" >/dev/null
+q "SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 1" >/dev/null
+check "REINDEX: one store, of the new relfilenode" "1|f" \
+	"$(q "SELECT count(*) || '|' || bool_or(relfilenode = $old) FROM gpuindex_stats WHERE indexrelid = 't_v_idx'::regclass")"
+q "TRUNCATE t" >/dev/null
+q "SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 1" >/dev/null
+check "TRUNCATE: one empty store" "1|0" \
+	"$(q "SELECT count(*) || '|' || sum(rows) FROM gpuindex_stats WHERE indexrelid = 't_v_idx'::regclass")"
+q "DROP INDEX t_v_idx" >/dev/null
+check "DROP INDEX: no store" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
+q "CREATE INDEX t_v_idx2 ON t USING gpuivf (v real_l2_ops) WITH (lists = 4)" >/dev/null
+check "new index: one store" 1 "$(q "SELECT count(*) FROM gpuindex_stats")"
+q "DROP TABLE t" >/dev/null
+check "DROP TABLE: no store" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
+
+echo "gpuivf restart: $TESTS_PASSED passed, $TESTS_FAILED failed"
+[ "$TESTS_FAILED" = 0 ]
