@@ -81,16 +81,20 @@ check "row inserted before a service restart is found" 99999 \
 old=$(q "SELECT relfilenode FROM gpuindex_stats WHERE index_name = 't_v_idx'")
 q "REINDEX INDEX t_v_idx" >/dev/null
 q "SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 1" >/dev/null
-check "REINDEX: one store, of the new relfilenode" "1|f" \
+check "REINDEX: one store, of the new relfilenode" "1|false" \
 	"$(q "SELECT count(*) || '|' || bool_or(relfilenode = $old) FROM gpuindex_stats WHERE indexrelid = 't_v_idx'::regclass")"
+old=$(q "SELECT relfilenode FROM gpuindex_stats WHERE index_name = 't_v_idx'")
 q "TRUNCATE t" >/dev/null
+check "TRUNCATE: the old store is gone" 0 "$(q "SELECT count(*) FROM gpuindex_stats WHERE relfilenode = $old")"
+q "INSERT INTO t SELECT i, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE i > 0)
+   FROM generate_series(1, 100) i" >/dev/null
 q "SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 1" >/dev/null
-check "TRUNCATE: one empty store" "1|0" \
+check "TRUNCATE then INSERT: one store with the new rows" "1|100" \
 	"$(q "SELECT count(*) || '|' || sum(rows) FROM gpuindex_stats WHERE indexrelid = 't_v_idx'::regclass")"
 q "DROP INDEX t_v_idx" >/dev/null
 check "DROP INDEX: no store" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
 q "CREATE INDEX t_v_idx2 ON t USING gpuivf (v real_l2_ops) WITH (lists = 4)" >/dev/null
-check "new index: one store" 1 "$(q "SELECT count(*) FROM gpuindex_stats")"
+check "new index: one store, resident at once" "1|100" "$(q "SELECT count(*) || '|' || sum(rows) FROM gpuindex_stats")"
 q "DROP TABLE t" >/dev/null
 check "DROP TABLE: no store" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
 
