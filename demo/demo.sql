@@ -22,12 +22,12 @@ CREATE TABLE centers AS
 	FROM generate_series(1, 100) c, generate_series(1, 128) d GROUP BY c;
 CREATE TABLE items (id bigserial PRIMARY KEY, embedding real[]);
 INSERT INTO items (embedding)
-	SELECT (SELECT array_agg(v[d] + (random() - 0.5)::real * 4 ORDER BY d)
+	SELECT (SELECT array_agg((v[d] + (random() - 0.5) * 4)::real ORDER BY d)
 			FROM generate_series(1, 128) d)
 	FROM generate_series(1, :rows) i
 	JOIN centers ON c = 1 + (i % 100);
 CREATE TABLE queries AS
-	SELECT q, (SELECT array_agg(v[d] + (random() - 0.5)::real * 4 ORDER BY d)
+	SELECT q, (SELECT array_agg((v[d] + (random() - 0.5) * 4)::real ORDER BY d)
 			   FROM generate_series(1, 128) d) AS v
 	FROM generate_series(1, 50) q JOIN centers ON c = 1 + (q * 7 % 100);
 VACUUM ANALYZE items;
