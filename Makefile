@@ -31,14 +31,20 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
 NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -I$(srcdir)/src/store
 CU_SRCS = $(sort $(wildcard cuda/*.cu))
-CU_HDRS = $(wildcard cuda/*.cuh) src/store/gi_backend.h
+CU_OBJS = $(CU_SRCS:.cu=.o)
+CU_HDRS = $(wildcard cuda/*.cuh cuda/*.h) src/store/gi_backend.h
+EXTRA_CLEAN += cuda/*.o
 
 ifeq ($(GPUINDEX_CUDA),1)
 all: gpuindex_cuda.so
 install: install-cuda
 
-gpuindex_cuda.so: $(CU_SRCS) $(CU_HDRS)
-	$(NVCC) $(NVCC_FLAGS) -shared -cudart static -o $@ $(CU_SRCS) \
+# one object per file (parallel make), linked into the module the service dlopens
+cuda/%.o: cuda/%.cu $(CU_HDRS)
+	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+gpuindex_cuda.so: $(CU_OBJS)
+	$(NVCC) $(NVCC_FLAGS) -shared -cudart static -o $@ $(CU_OBJS) \
 		-L$(CUDA_HOME)/lib64 -lcublas -Xlinker -rpath=$(CUDA_HOME)/lib64
 
 install-cuda: gpuindex_cuda.so

@@ -9,17 +9,45 @@
  * without a driver.  cudart is linked statically; cuBLAS is found through
  * the rpath set at link time.
  *
- * The device store and kernels are the CUDA backend issue's work: until
- * they exist the store entries are NULL, which the service reads as "this
- * backend cannot hold stores yet" and falls back to the host backend.
+ * The store lives in cuda_store.cu (life cycle), cuda_insert.cu,
+ * cuda_delete.cu, cuda_quantizer.cu and cuda_search.cu; this file holds
+ * the ops table, the per-thread error message and the device probe.
  */
+#include <cstdarg>
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#include "gi_backend.h"
+#include "cuda_store.h"
+#include "cuda_util.cuh"
 
-static thread_local char gi_cuda_errbuf[256];
+static thread_local char gi_cuda_errbuf[512];
 static char gi_cuda_devname[640];
+
+void
+gi_cu_set_error(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(gi_cuda_errbuf, sizeof(gi_cuda_errbuf), fmt, ap);
+	va_end(ap);
+}
+
+gi_status
+gi_cu_status(cudaError_t err, const char *what)
+{
+	/* an allocation failure is not sticky: clear it so later calls work */
+	cudaGetLastError();
+	if (err == cudaErrorMemoryAllocation)
+	{
+		gi_cu_set_error("%s: out of device memory (%s)", what,
+						cudaGetErrorString(err));
+		return GI_ERR_NOMEM;
+	}
+	gi_cu_set_error("%s: CUDA error %d: %s", what, (int) err,
+					cudaGetErrorString(err));
+	return GI_ERR_DEVICE;
+}
 
 static const char *
 gi_cuda_last_error(void)
@@ -64,12 +92,13 @@ static const gi_backend_ops gi_cuda_ops = {
 	gi_cuda_last_error,
 	gi_cuda_device_count,
 	gi_cuda_device_name,
-	NULL,						/* store_create: CUDA backend issue */
-	NULL,						/* store_destroy */
-	NULL,						/* store_insert */
-	NULL,						/* store_delete */
-	NULL,						/* store_stats */
-	NULL,						/* ivf_search */
+	gi_cu_store_create,
+	gi_cu_store_destroy,
+	gi_cu_store_insert,
+	gi_cu_store_delete,
+	gi_cu_store_stats,
+	gi_cu_ivf_search,
+	gi_cu_store_set_limit,
 };
 
 extern "C" const gi_backend_ops *

@@ -24,6 +24,11 @@ if [ -d "$cache/cmocka" ]; then
 fi
 # the server user must be able to read the installed tree
 chmod -R a+rX "$prefix"
+# Debian's server ships the LLVM JIT provider, but the GPU host has no
+# libLLVM-14: any query costly enough to JIT (enable_seqscan = off does
+# that) failed with "could not load library llvmjit.so".  Without the
+# provider file PostgreSQL disables JIT quietly.
+rm -f "$prefix"/usr/lib/postgresql/*/lib/llvmjit*.so
 
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
@@ -35,3 +40,14 @@ export GPUINDEX_SKIP_DEPS=1
 command -v clang-14 >/dev/null || export GPUINDEX_MAKE_ARGS="with_llvm=no ${GPUINDEX_MAKE_ARGS:-}"
 
 bash "$top/test/run-all.sh"
+suite=$?
+
+# the CUDA backend's own tests: differential vs the host backend, and
+# compute-sanitizer memcheck / racecheck (docs/gpu-tests.md)
+cuda=0
+if [ "$GPUINDEX_TEST_DEVICE" = cuda ] && [ -f "$top/gpuindex_cuda.so" ] &&
+	[ -z "${GPUINDEX_SKIP_CUDA_TESTS:-}" ]; then
+	bash "$here/cuda-tests.sh" "$top/gpuindex_cuda.so" "${GPUINDEX_CUDA_TEST_LOGS:-/tmp/gpuindex-cuda-tests}"
+	cuda=$?
+fi
+[ $suite = 0 ] && [ $cuda = 0 ]

@@ -1,0 +1,500 @@
+/*
+ * bench_store.c
+ *		Store-level microbenchmarks of the CUDA backend (no SQL in the loop),
+ *		after the SIVF paper's evaluation: ingestion, delete 10K of 1M,
+ *		sliding window, search QPS and recall@10 against probes for query
+ *		batches of 1 / 32 / 1,024 / 10,000, memory overhead.  Each figure is
+ *		printed with its floor: the bytes it must move over the bandwidth
+ *		measured on the same device in the same run.
+ *
+ *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
+ *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
+ *	 BENCH_LISTS (1024).
+ *
+ * Data: SIFT-like synthetic vectors, N(center, 0.25^2) around 4,096 random
+ * centers in [-1, 1]^d; queries are fresh draws from the same mixture.
+ * IVF centroids are data points drawn at random (no k-means yet); every
+ * vector goes to its nearest centroid, computed on the GPU by a one-list
+ * store holding the centroids (an exact 1-NN).  Recall@10 is measured
+ * against exact 10-NN computed by the same backend with every list
+ * probed (exhaustive scan, which test/gpu checks against the host).
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gi_backend.h"
+#include "gi_cuda_test.h"
+
+static const gi_backend_ops *C;
+static gi_cuda_store_set_timing_fn set_timing;
+static gi_cuda_store_last_device_ms_fn last_ms;
+static gi_cuda_bandwidth_fn bandwidth;
+static FILE *csv;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rs = 88172645463325252ull;
+
+static uint64_t
+rnext(void)
+{
+	rs ^= rs >> 12;
+	rs ^= rs << 25;
+	rs ^= rs >> 27;
+	return rs * UINT64_C(2685821657736338717);
+}
+
+static double
+runif(void)
+{
+	return (double) (rnext() >> 11) / 9007199254740992.0;
+}
+
+static float
+rgauss(void)
+{
+	double		u = runif() + 1e-12;
+	double		v = runif();
+
+	return (float) (sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static int
+dcmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+pct(double *v, int n, double p)
+{
+	int			i = (int) (p * (n - 1) + 0.5);
+
+	qsort(v, n, sizeof(double), dcmp);
+	return v[i];
+}
+
+static void
+die(const char *what, gi_status st)
+{
+	fprintf(stderr, "%s failed (%d): %s\n", what, (int) st, C->last_error());
+	exit(1);
+}
+
+static void
+row(const char *bench, const char *params, const char *metric, double value,
+	const char *unit, double floor_v, const char *note)
+{
+	printf("| %-16s | %-34s | %-22s | %12.4g %-8s | %10.4g | %s\n", bench, params, metric,
+		   value, unit, floor_v, note ? note : "");
+	if (csv)
+		fprintf(csv, "%s,\"%s\",%s,%.6g,%s,%.6g,\"%s\"\n", bench, params, metric, value, unit,
+				floor_v, note ? note : "");
+	fflush(stdout);
+}
+
+static gi_store *
+new_store(uint32_t nlists, uint32_t dim, bool unique)
+{
+	gi_store_params p;
+	gi_store   *s = NULL;
+	gi_status	st;
+
+	memset(&p, 0, sizeof(p));
+	p.nlists = nlists;
+	p.record_bytes = dim * 4;
+	p.unique_keys = unique;
+	st = C->store_create(&p, &s);
+	if (st != GI_OK)
+		die("store_create", st);
+	if (set_timing)
+		set_timing(s, true);
+	return s;
+}
+
+/* nearest centroid of each vector: a one-list store of the centroids */
+static void
+assign_lists(const float *cent, uint32_t nlists, uint32_t dim, const float *x,
+			 uint32_t n, uint32_t *lists)
+{
+	gi_store   *s = new_store(1, dim, true);
+	uint32_t   *zero = calloc(nlists, sizeof(uint32_t));
+	uint64_t   *keys = malloc(nlists * sizeof(uint64_t));
+	uint32_t	chunk = 100000;
+	gi_hit	   *h = malloc(chunk * sizeof(gi_hit));
+	uint32_t   *f = malloc(chunk * sizeof(uint32_t));
+	float	   *c0 = calloc(dim, sizeof(float));
+	uint32_t	i;
+	gi_status	st;
+
+	for (i = 0; i < nlists; i++)
+		keys[i] = i;
+	st = C->store_insert(s, nlists, zero, keys, cent, NULL);
+	if (st != GI_OK)
+		die("insert centroids", st);
+	for (i = 0; i < n; i += chunk)
+	{
+		uint32_t	m = n - i < chunk ? n - i : chunk;
+		uint32_t	j;
+
+		st = C->ivf_search(s, c0, dim, GI_METRIC_L2, m, x + (size_t) i * dim, 1, 1, h, f);
+		if (st != GI_OK)
+			die("assign", st);
+		for (j = 0; j < m; j++)
+			lists[i + j] = (uint32_t) h[j].key;
+	}
+	C->store_destroy(s);
+	free(zero);
+	free(keys);
+	free(h);
+	free(f);
+	free(c0);
+}
+
+static double
+recall_at(const gi_hit *res, const gi_hit *truth, uint32_t nq, uint32_t k)
+{
+	uint64_t	good = 0;
+	uint32_t	q;
+
+	for (q = 0; q < nq; q++)
+	{
+		uint32_t	a;
+		uint32_t	b;
+
+		for (a = 0; a < k; a++)
+			for (b = 0; b < k; b++)
+				if (res[(size_t) q * k + a].key == truth[(size_t) q * k + b].key)
+				{
+					good++;
+					break;
+				}
+	}
+	return (double) good / ((double) nq * k);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : NULL;
+	const char *outdir = argc > 2 ? argv[2] : NULL;
+	uint32_t	N = getenv("BENCH_N") ? (uint32_t) atol(getenv("BENCH_N")) : 1000000;
+	uint32_t	dim = getenv("BENCH_DIM") ? (uint32_t) atol(getenv("BENCH_DIM")) : 128;
+	uint32_t	nlists = getenv("BENCH_LISTS") ? (uint32_t) atol(getenv("BENCH_LISTS")) : 1024;
+	uint32_t	nclusters = 4096;
+	uint32_t	NQ = 10000;
+	uint32_t	NT = 1000;		/* queries with exact ground truth */
+	size_t		rb = (size_t) dim * 4;
+	double		d2d = 0;
+	double		h2d_pg = 0;
+	double		h2d_pin = 0;
+	float	   *x;
+	float	   *qs;
+	float	   *cent;
+	float	   *centers;
+	uint32_t   *lists;
+	uint64_t   *keys;
+	gi_hit	   *truth;
+	gi_hit	   *hits;
+	uint32_t   *found;
+	gi_store   *s;
+	gi_store_stats stt;
+	void	   *handle;
+	gi_backend_entry_fn entry;
+	gi_status	st;
+	uint32_t	i;
+	double		t0;
+	double		t1;
+	char		params[128];
+	char		note[160];
+
+	if (path == NULL)
+	{
+		fprintf(stderr, "usage: %s PATH/gpuindex_cuda.so [OUTDIR]\n", argv[0]);
+		return 2;
+	}
+	handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (handle == NULL)
+	{
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 2;
+	}
+	entry = (gi_backend_entry_fn) dlsym(handle, GI_CUDA_ENTRY_SYMBOL);
+	set_timing = (gi_cuda_store_set_timing_fn) dlsym(handle, GI_CUDA_STORE_SET_TIMING);
+	last_ms = (gi_cuda_store_last_device_ms_fn) dlsym(handle, GI_CUDA_STORE_LAST_DEVICE_MS);
+	bandwidth = (gi_cuda_bandwidth_fn) dlsym(handle, GI_CUDA_BANDWIDTH);
+	if (!entry || !(C = entry()) || C->device_count() <= 0 || !bandwidth || !last_ms)
+	{
+		fprintf(stderr, "no usable CUDA backend in %s\n", path);
+		return 77;
+	}
+	if (outdir)
+	{
+		char		fn[512];
+
+		snprintf(fn, sizeof(fn), "%s/bench_store.csv", outdir);
+		csv = fopen(fn, "w");
+		if (csv)
+			fprintf(csv, "bench,params,metric,value,unit,floor,note\n");
+	}
+	printf("device: %s\nN %u, d %u, lists %u\n", C->device_name(), N, dim, nlists);
+	st = bandwidth((size_t) 512 << 20, &d2d, &h2d_pg, &h2d_pin);
+	if (st != GI_OK)
+		die("bandwidth", st);
+	printf("| bench            | params                             | metric                 |   value               |      floor | note\n");
+	printf("|---|---|---|---|---|---|\n");
+	row("bandwidth", "512 MiB copies, median of 7", "device to device", d2d, "GB/s", 0, "read + write");
+	row("bandwidth", "512 MiB copies, median of 7", "host to device pageable", h2d_pg, "GB/s", 0, NULL);
+	row("bandwidth", "512 MiB copies, median of 7", "host to device pinned", h2d_pin, "GB/s", 0, NULL);
+
+	/* ---- data ---- */
+	x = malloc((size_t) N * rb);
+	qs = malloc((size_t) NQ * rb);
+	centers = malloc((size_t) nclusters * rb);
+	cent = malloc((size_t) nlists * rb);
+	lists = malloc((size_t) N * sizeof(uint32_t));
+	keys = malloc((size_t) N * sizeof(uint64_t));
+	hits = malloc((size_t) NQ * 64 * sizeof(gi_hit));
+	truth = malloc((size_t) NT * 10 * sizeof(gi_hit));
+	found = malloc(NQ * sizeof(uint32_t));
+	for (i = 0; i < nclusters * dim; i++)
+		centers[i] = (float) (2.0 * runif() - 1.0);
+	for (i = 0; i < N; i++)
+	{
+		const float *c = centers + (size_t) (rnext() % nclusters) * dim;
+		uint32_t	j;
+
+		for (j = 0; j < dim; j++)
+			x[(size_t) i * dim + j] = c[j] + 0.25f * rgauss();
+		keys[i] = ((uint64_t) (i / 100) << 16) | (i % 100 + 1);	/* TID-like */
+	}
+	for (i = 0; i < NQ; i++)
+	{
+		const float *c = centers + (size_t) (rnext() % nclusters) * dim;
+		uint32_t	j;
+
+		for (j = 0; j < dim; j++)
+			qs[(size_t) i * dim + j] = c[j] + 0.25f * rgauss();
+	}
+	for (i = 0; i < nlists; i++)
+		memcpy(cent + (size_t) i * dim, x + (size_t) (rnext() % N) * dim, rb);
+	t0 = now_ms();
+	assign_lists(cent, nlists, dim, x, N, lists);
+	t1 = now_ms();
+	snprintf(params, sizeof(params), "N %u, %u centroids (exact 1-NN)", N, nlists);
+	row("assign", params, "vectors/s", N / ((t1 - t0) * 1e-3), "vec/s", 0, "list choice, not a store op");
+
+	/* ---- ingestion ---- */
+	{
+		uint32_t	batch = 100000;
+		double		dev = 0;
+
+		s = new_store(nlists, dim, true);
+		t0 = now_ms();
+		for (i = 0; i < N; i += batch)
+		{
+			uint32_t	m = N - i < batch ? N - i : batch;
+
+			st = C->store_insert(s, m, lists + i, keys + i, x + (size_t) i * dim, NULL);
+			if (st != GI_OK)
+				die("insert", st);
+			dev += last_ms(s);
+		}
+		t1 = now_ms();
+		snprintf(params, sizeof(params), "N %u, d %u, %u lists, batch %u", N, dim, nlists, batch);
+		/* floor: payload over PCIe (pageable, as the caller passes it) */
+		row("ingest", params, "wall vectors/s", N / ((t1 - t0) * 1e-3), "vec/s",
+			h2d_pg * 1e9 / rb, "floor: pageable H2D of the payload");
+		row("ingest", params, "device vectors/s", N / (dev * 1e-3), "vec/s",
+			d2d * 1e9 / (2.0 * rb + 24), "floor: stage read + slab write at D2D bw");
+	}
+
+	/* ---- memory ---- */
+	C->store_stats(s, &stt);
+	{
+		double		slab_bytes = 32.0 * (rb + 12);
+		double		devb = (double) nlists * 8 + (double) stt.slabs_total * (32 + 4 + slab_bytes + 256);
+
+		snprintf(params, sizeof(params), "N %u, d %u, %u lists", N, dim, nlists);
+		row("memory", params, "device bytes / raw - 1", devb / stt.payload_bytes - 1.0, "ratio", 0,
+			"slab slack + keys, rows, ATT, headers");
+		row("memory", params, "all bytes / raw - 1", (double) stt.bytes / stt.payload_bytes - 1.0,
+			"ratio", 0, "incl. host key map and mirror");
+		snprintf(note, sizeof(note), "slabs used %" PRIu64 " of %" PRIu64 ", fill %.1f%%",
+				 stt.slabs_used, stt.slabs_total, 100.0 * stt.rows / (32.0 * stt.slabs_used));
+		row("memory", params, "slab fill", 100.0 * stt.rows / (32.0 * stt.slabs_used), "%", 0, note);
+	}
+
+	/* ---- search: ground truth, recall and QPS ---- */
+	st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, nlists, 10, truth, found);
+	if (st != GI_OK)
+		die("ground truth", st);
+	{
+		uint32_t	probes_set[] = {1, 4, 16, 64};
+		uint32_t	batches[] = {1, 32, 1024, 10000};
+		size_t		pi;
+		size_t		bi;
+		double		list_bytes = (double) stt.payload_bytes / nlists;
+
+		for (pi = 0; pi < 4; pi++)
+		{
+			uint32_t	P = probes_set[pi];
+			double		rec;
+
+			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, P, 10, hits, found);
+			if (st != GI_OK)
+				die("search", st);
+			rec = recall_at(hits, truth, NT, 10);
+			for (bi = 0; bi < 4; bi++)
+			{
+				uint32_t	B = batches[bi];
+				uint32_t	reps = B == 1 ? 300 : B == 32 ? 40 : B == 1024 ? 4 : 2;
+				double		times[300];
+				uint32_t	r;
+				double		med;
+				double		uniq;
+				double		floor_ms;
+
+				/* warm-up */
+				C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs, P, 10, hits, found);
+				for (r = 0; r < reps; r++)
+				{
+					uint32_t	off = (uint32_t) (((uint64_t) r * B) % (NQ - B + 1));
+
+					t0 = now_ms();
+					st = C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs + (size_t) off * dim, P, 10,
+									   hits, found);
+					times[r] = now_ms() - t0;
+					if (st != GI_OK)
+						die("search", st);
+				}
+				med = pct(times, reps, 0.5);
+				/* floor: every probed list read once, at the measured copy bw */
+				uniq = nlists * (1.0 - pow(1.0 - (double) P / nlists, B));
+				floor_ms = uniq * list_bytes / (d2d * 1e9) * 1e3;
+				snprintf(params, sizeof(params), "batch %u, probes %u, k 10", B, P);
+				snprintf(note, sizeof(note), "recall@10 %.3f, p50 %.3f ms, p99 %.3f ms, floor %.3f ms",
+						 rec, med, pct(times, reps, 0.99), floor_ms);
+				row("search", params, "QPS", B / (med * 1e-3), "q/s", B / (floor_ms * 1e-3), note);
+			}
+		}
+	}
+
+	/* ---- delete 10K from 1M ---- */
+	{
+		uint32_t	nd = N / 100;
+		uint64_t   *dk = malloc(nd * sizeof(uint64_t));
+		uint32_t   *dl = malloc(nd * sizeof(uint32_t));
+		float	   *dx = malloc((size_t) nd * rb);
+		uint64_t	n = 0;
+		double		dev;
+
+		for (i = 0; i < nd; i++)
+		{
+			uint32_t	j = (uint32_t) (rnext() % N);
+
+			dk[i] = keys[j];
+			dl[i] = lists[j];
+			memcpy(dx + (size_t) i * dim, x + (size_t) j * dim, rb);
+		}
+		/* warm-up: the first launch of a kernel loads its module (lazy loading) */
+		C->store_delete(s, 1, dk, NULL);
+		C->store_insert(s, 1, dl, dk, dx, NULL);
+		t0 = now_ms();
+		st = C->store_delete(s, nd, dk, &n);
+		t1 = now_ms();
+		if (st != GI_OK)
+			die("delete", st);
+		dev = last_ms(s);
+		snprintf(params, sizeof(params), "%u random keys of %u", nd, N);
+		snprintf(note, sizeof(note), "%" PRIu64 " rows removed; SIVF: 0.68 ms, Faiss 202 ms", n);
+		row("delete", params, "wall ms", t1 - t0, "ms", 0, note);
+		row("delete", params, "device ms", dev, "ms", nd * 48.0 / (d2d * 1e9) * 1e3,
+			"target < 0.1 ms; floor: ATT+header sectors");
+		/* put them back: the same records, same keys (duplicates skipped) */
+		C->store_insert(s, nd, dl, dk, dx, NULL);
+		free(dk);
+		free(dl);
+		free(dx);
+	}
+	C->store_destroy(s);
+
+	/* ---- sliding window W = 200K, B = 10K ---- */
+	{
+		uint32_t	W = N < 200000 ? N / 2 : 200000;
+		uint32_t	B = W / 20;
+		int			steps = 50;
+		double		tot[50];
+		double		ins[50];
+		double		del[50];
+		double		srch[50];
+		double		devi[50];
+		double		devd[50];
+		uint32_t	head = 0;
+		int			k;
+
+		s = new_store(nlists, dim, true);
+		st = C->store_insert(s, W, lists, keys, x, NULL);
+		if (st != GI_OK)
+			die("window fill", st);
+		for (k = 0; k < steps; k++)
+		{
+			uint32_t	in0 = (W + (uint32_t) k * B) % (N - B);
+			double		a;
+			double		b;
+			double		c;
+			double		d;
+
+			a = now_ms();
+			st = C->store_insert(s, B, lists + in0, keys + in0, x + (size_t) in0 * dim, NULL);
+			if (st != GI_OK)
+				die("window insert", st);
+			devi[k] = last_ms(s);
+			b = now_ms();
+			st = C->store_delete(s, B, keys + head, NULL);
+			if (st != GI_OK)
+				die("window delete", st);
+			devd[k] = last_ms(s);
+			head = (head + B) % (N - B);
+			c = now_ms();
+			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
+			if (st != GI_OK)
+				die("window search", st);
+			d = now_ms();
+			ins[k] = b - a;
+			del[k] = c - b;
+			srch[k] = d - c;
+			tot[k] = d - a;
+		}
+		C->store_stats(s, &stt);
+		snprintf(params, sizeof(params), "W %u, B %u, %d steps", W, B, steps);
+		snprintf(note, sizeof(note), "p99 %.3f ms; insert p50 %.3f, delete p50 %.3f, search(100 q, probes 16) p50 %.3f",
+				 pct(tot, steps, 0.99), pct(ins, steps, 0.5), pct(del, steps, 0.5), pct(srch, steps, 0.5));
+		row("window", params, "step p50 wall ms", pct(tot, steps, 0.5), "ms", 0, note);
+		snprintf(note, sizeof(note), "insert p99 %.3f, delete p50 %.3f p99 %.3f; pool %" PRIu64 " slabs",
+				 pct(devi, steps, 0.99), pct(devd, steps, 0.5), pct(devd, steps, 0.99), stt.slabs_total);
+		row("window", params, "insert p50 device ms", pct(devi, steps, 0.5), "ms",
+			B * (2.0 * rb) / (d2d * 1e9) * 1e3, note);
+		C->store_destroy(s);
+	}
+
+	if (csv)
+		fclose(csv);
+	printf("done\n");
+	return 0;
+}

@@ -1,0 +1,342 @@
+/*
+ * cuda_quantizer.cu
+ *		The coarse quantizer: which lists each query probes.
+ *
+ * Three steps per chunk of queries:
+ *
+ *	1. cuBLAS DGEMM of the centroids against the queries, turned into
+ *	   approximate distances with |q|^2 - 2 q.c + |c|^2 (L2), -q.c (inner
+ *	   product) or 1 - q.c / (|q| |c|) (cosine).  Double, not float: the
+ *	   expanded L2 form cancels badly when the data sit far from the
+ *	   origin (|q|^2 >> distance), and in float that reorders lists; in
+ *	   double the error is ~1e-16 of the norms.  H100/H200 run DGEMM on
+ *	   their FP64 tensor cores, so this costs little.
+ *	2. Radix select of the P + GI_CU_MARGIN best lists per query.
+ *	3. Refinement: the exact distance to each of those candidates,
+ *	   computed in the host's order with IEEE double operations that are
+ *	   never contracted (__dadd_rn, __dmul_rn, ...), so it is bit for bit
+ *	   the host reference's; then a radix select of the P best by
+ *	   (distance, list number).  The probed set is therefore the host's
+ *	   set, which is what lets the differential test demand equal ids.
+ *
+ * When P + margin covers every list the GEMM is skipped and all lists are
+ * refined; when P covers every list nothing is computed at all.
+ */
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <cublas_v2.h>
+
+#include "cuda_store.h"
+#include "cuda_topk.cuh"
+#include "cuda_util.cuh"
+
+/* extra candidates of the approximate step, refined exactly */
+#define GI_CU_MARGIN 32
+
+static cublasHandle_t gi_cu_cublas = NULL;
+static std::mutex gi_cu_cublas_mu;
+
+static gi_status
+gi_cu_cublas_handle(cublasHandle_t *out)
+{
+	std::lock_guard<std::mutex> guard(gi_cu_cublas_mu);
+
+	if (gi_cu_cublas == NULL)
+	{
+		cublasStatus_t cs = cublasCreate(&gi_cu_cublas);
+
+		if (cs != CUBLAS_STATUS_SUCCESS)
+		{
+			gi_cu_cublas = NULL;
+			gi_cu_set_error("cublasCreate failed: %s", cublasGetStatusString(cs));
+			return cs == CUBLAS_STATUS_ALLOC_FAILED ? GI_ERR_NOMEM : GI_ERR_DEVICE;
+		}
+		/* default math: DGEMM stays IEEE double (FP64 tensor cores) */
+		cublasSetMathMode(gi_cu_cublas, CUBLAS_DEFAULT_MATH);
+	}
+	*out = gi_cu_cublas;
+	return GI_OK;
+}
+
+/* ---- centroids ----------------------------------------------------------- */
+
+/* per centroid: double copy for the DGEMM and |c|^2 summed like the host */
+__global__ void
+gi_k_centprep(const float *__restrict__ c, uint32_t nl, uint32_t W,
+			  double *cd, double *cn)
+{
+	uint32_t	l = blockIdx.x * blockDim.x + threadIdx.x;
+	const float *v;
+	double		s = 0.0;
+	uint32_t	j;
+
+	if (l >= nl)
+		return;
+	v = c + (size_t) l * W;
+	for (j = 0; j < W; j++)
+	{
+		double		x = (double) v[j];
+
+		s = __dadd_rn(s, __dmul_rn(x, x));
+		cd[(size_t) l * W + j] = x;
+	}
+	cn[l] = s;
+}
+
+/*
+ * The service passes the centroids with every search; keep a device copy
+ * and re-upload only when they change (a memcmp against the host copy,
+ * far cheaper than the upload and the preparation).
+ */
+gi_status
+gi_cu_centroids(gi_store *s, const float *centroids, uint32_t dim)
+{
+	size_t		n = (size_t) s->params.nlists * dim;
+
+	if (s->cent_valid && s->cent_dim == dim &&
+		memcmp(s->h_cent, centroids, n * sizeof(float)) == 0)
+		return GI_OK;
+	s->cent_valid = false;
+	if (s->h_cent == NULL)
+	{
+		s->h_cent = (float *) malloc(n * sizeof(float));
+		if (s->h_cent == NULL)
+		{
+			gi_cu_set_error("out of memory caching %zu centroid floats", n);
+			return GI_ERR_NOMEM;
+		}
+	}
+	if (s->d_cent == NULL)
+	{
+		GI_CU_TRY(cudaMalloc((void **) &s->d_cent, n * sizeof(float)));
+		GI_CU_TRY(cudaMalloc((void **) &s->d_centd, n * sizeof(double)));
+		GI_CU_TRY(cudaMalloc((void **) &s->d_cnorm, s->params.nlists * sizeof(double)));
+	}
+	memcpy(s->h_cent, centroids, n * sizeof(float));
+	GI_CU_TRY(cudaMemcpyAsync(s->d_cent, centroids, n * sizeof(float),
+							  cudaMemcpyHostToDevice, s->ss));
+	gi_k_centprep<<<gi_cu_div_up(s->params.nlists, 128), 128, 0, s->ss>>>(
+		s->d_cent, s->params.nlists, dim, s->d_centd, s->d_cnorm);
+	GI_CU_TRY(cudaGetLastError());
+	s->cent_dim = dim;
+	s->cent_valid = true;
+	return GI_OK;
+}
+
+/* ---- queries --------------------------------------------------------------- */
+
+/* |q|^2 in float (fine scan) and in host-order double (coarse), and qd */
+__global__ void
+gi_k_qprep(const float *__restrict__ q, uint32_t qc, uint32_t W, float *qn,
+		   double *qnd, double *qd)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+	const float *v;
+	float		f = 0.0f;
+	double		d = 0.0;
+	uint32_t	j;
+
+	if (i >= qc)
+		return;
+	v = q + (size_t) i * W;
+	for (j = 0; j < W; j++)
+	{
+		float		x = v[j];
+		double		xd = (double) x;
+
+		f = fmaf(x, x, f);
+		d = __dadd_rn(d, __dmul_rn(xd, xd));
+		if (qd)
+			qd[(size_t) i * W + j] = xd;
+	}
+	qn[i] = f;
+	qnd[i] = d;
+}
+
+/* ---- step 1: approximate distances, in place as ordered keys --------------- */
+
+__global__ void
+gi_k_approx(double *g, uint32_t nl, uint32_t qc, int metric,
+			const double *__restrict__ qnd, const double *__restrict__ cn)
+{
+	size_t		total = (size_t) nl * qc;
+	size_t		idx;
+
+	for (idx = (size_t) blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+		 idx += (size_t) gridDim.x * blockDim.x)
+	{
+		uint32_t	q = (uint32_t) (idx / nl);
+		uint32_t	l = (uint32_t) (idx % nl);
+		double		dot = g[idx];
+		double		v;
+
+		if (metric == GI_METRIC_L2)
+			v = qnd[q] + cn[l] - 2.0 * dot;
+		else if (metric == GI_METRIC_IP)
+			v = -dot;
+		else if (qnd[q] == 0.0 || cn[l] == 0.0)
+			v = __longlong_as_double(0x7ff0000000000000LL);
+		else
+			v = 1.0 - dot / (sqrt(qnd[q]) * sqrt(cn[l]));
+		((uint64_t *) g)[idx] = gi_d2ord(gi_rank_double(v));
+	}
+}
+
+/* ---- step 2: the m best lists by approximate distance ---------------------- */
+
+__global__ void __launch_bounds__(256)
+gi_k_select_lists(const uint64_t *__restrict__ keys, uint32_t nl, uint32_t m,
+				  uint32_t *cand)
+{
+	__shared__ gi_sel_smem sm;
+	const uint64_t *row = keys + (size_t) blockIdx.x * nl;
+
+	gi_block_select(nl, m,
+					[&](uint32_t i) { return row[i]; },
+					[](uint32_t i) { return i; },
+					cand + (size_t) blockIdx.x * m, sm);
+}
+
+/* ---- step 3: exact (host-identical) distances and the final P ------------- */
+
+__global__ void __launch_bounds__(256)
+gi_k_refine(const uint32_t *__restrict__ cand, uint32_t pp, uint32_t P,
+			const float *__restrict__ cent, uint32_t W,
+			const float *__restrict__ queries, const double *__restrict__ qnd,
+			const double *__restrict__ cn, int metric, uint64_t *rkey,
+			uint32_t *probes)
+{
+	__shared__ gi_sel_smem sm;
+	const uint32_t q = blockIdx.x;
+	const float *qv = queries + (size_t) q * W;
+	const uint32_t *cq = cand ? cand + (size_t) q * pp : NULL;
+	uint64_t   *rk = rkey + (size_t) q * pp;
+	uint32_t	i;
+
+	for (i = threadIdx.x; i < pp; i += blockDim.x)
+	{
+		uint32_t	l = cq ? cq[i] : i;
+		const float *c = cent + (size_t) l * W;
+		double		acc = 0.0;
+		double		v;
+		uint32_t	j;
+
+		/* the host's gi_host_vec_distance, operation for operation */
+		if (metric == GI_METRIC_L2)
+		{
+			for (j = 0; j < W; j++)
+			{
+				double		d = __dsub_rn((double) c[j], (double) qv[j]);
+
+				acc = __dadd_rn(acc, __dmul_rn(d, d));
+			}
+			v = acc;
+		}
+		else
+		{
+			for (j = 0; j < W; j++)
+				acc = __dadd_rn(acc, __dmul_rn((double) c[j], (double) qv[j]));
+			if (metric == GI_METRIC_IP)
+				v = -acc;
+			else if (qnd[q] == 0.0 || cn[l] == 0.0)
+				v = __longlong_as_double(0x7ff0000000000000LL);
+			else
+				v = __dsub_rn(1.0, __ddiv_rn(acc, __dmul_rn(__dsqrt_rn(qnd[q]),
+															 __dsqrt_rn(cn[l]))));
+		}
+		rk[i] = gi_d2ord(gi_rank_double(v));
+	}
+	__syncthreads();
+	gi_block_select(pp, P,
+					[&](uint32_t x) { return rk[x]; },
+					[&](uint32_t x) { return cq ? cq[x] : x; },
+					probes + (size_t) q * P, sm);
+}
+
+/*
+ * Prepare the chunk of qc queries already in s->s_q and choose P lists
+ * for each: *probe_lists gets a device array qc x P, or NULL when every
+ * list is probed (P == nlists).  Also leaves |q|^2 (float) in s->s_qn for
+ * the fine scan.
+ */
+gi_status
+gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc, uint32_t P,
+			 const uint32_t **probe_lists)
+{
+	const uint32_t nl = s->params.nlists;
+	const uint32_t W = s->words;
+	uint32_t	pp = P + GI_CU_MARGIN < nl ? P + GI_CU_MARGIN : nl;
+	bool		gemm = pp < nl;
+	gi_status	st;
+
+	*probe_lists = NULL;
+	st = gi_cu_buf_reserve(&s->s_qn, (size_t) qc * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_qnd, (size_t) qc * sizeof(double));
+	if (st == GI_OK && gemm)
+		st = gi_cu_buf_reserve(&s->s_qd, (size_t) qc * W * sizeof(double));
+	if (st != GI_OK)
+		return st;
+	gi_k_qprep<<<gi_cu_div_up(qc, 128), 128, 0, s->ss>>>(
+		(const float *) s->s_q.p, qc, W, (float *) s->s_qn.p,
+		(double *) s->s_qnd.p, gemm ? (double *) s->s_qd.p : NULL);
+	GI_CU_TRY(cudaGetLastError());
+	if (P >= nl)
+		return GI_OK;
+
+	st = gi_cu_buf_reserve(&s->s_rkey, (size_t) qc * pp * sizeof(uint64_t));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_probe, (size_t) qc * P * sizeof(uint32_t));
+	if (st == GI_OK && gemm)
+		st = gi_cu_buf_reserve(&s->s_gemm, (size_t) qc * nl * sizeof(double));
+	if (st == GI_OK && gemm)
+		st = gi_cu_buf_reserve(&s->s_cand, (size_t) qc * pp * sizeof(uint32_t));
+	if (st != GI_OK)
+		return st;
+
+	if (gemm)
+	{
+		cublasHandle_t h;
+		const double one = 1.0;
+		const double zero = 0.0;
+		cublasStatus_t cs;
+		uint32_t	blocks;
+
+		st = gi_cu_cublas_handle(&h);
+		if (st != GI_OK)
+			return st;
+		cs = cublasSetStream(h, s->ss);
+		/* column-major: G (nl x qc) = C^T (nl x W) * Q (W x qc) */
+		if (cs == CUBLAS_STATUS_SUCCESS)
+			cs = cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int) nl, (int) qc, (int) W,
+							 &one, s->d_centd, (int) W, (const double *) s->s_qd.p,
+							 (int) W, &zero, (double *) s->s_gemm.p, (int) nl);
+		if (cs != CUBLAS_STATUS_SUCCESS)
+		{
+			gi_cu_set_error("cublasDgemm (coarse quantizer) failed: %s",
+							cublasGetStatusString(cs));
+			return GI_ERR_DEVICE;
+		}
+		blocks = gi_cu_div_up((uint64_t) nl * qc, 256);
+		if (blocks > 65535)
+			blocks = 65535;
+		gi_k_approx<<<blocks, 256, 0, s->ss>>>((double *) s->s_gemm.p, nl, qc,
+												(int) metric,
+												(const double *) s->s_qnd.p,
+												s->d_cnorm);
+		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) s->s_gemm.p, nl,
+												  pp, (uint32_t *) s->s_cand.p);
+		GI_CU_TRY(cudaGetLastError());
+	}
+	gi_k_refine<<<qc, 256, 0, s->ss>>>(gemm ? (const uint32_t *) s->s_cand.p : NULL,
+										pp, P, s->d_cent, W,
+										(const float *) s->s_q.p,
+										(const double *) s->s_qnd.p, s->d_cnorm,
+										(int) metric, (uint64_t *) s->s_rkey.p,
+										(uint32_t *) s->s_probe.p);
+	GI_CU_TRY(cudaGetLastError());
+	*probe_lists = (const uint32_t *) s->s_probe.p;
+	return GI_OK;
+}

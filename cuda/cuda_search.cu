@@ -1,0 +1,897 @@
+/*
+ * cuda_search.cu
+ *		IVF search: the fine scan of the probed slab chains and the top-k.
+ *
+ * Work unit: (query, group of its probed lists).  A block of 8 warps
+ * handles a unit.  Its threads walk the probed chains in parallel, one
+ * chain per thread, and queue the slab ids in shared memory (every chain
+ * advances one hop per step, so the latency is the longest chain's, and
+ * each walk is bounded by the pool size: a corrupt chain raises an error
+ * flag instead of looping).  Then each warp takes a queued slab: it reads
+ * the validity bitmap first (acquire), skips empty slabs, and lane i
+ * computes slot i's distance reading word j of all 32 slots as one
+ * coalesced 128-byte load (the word-interleaved layout); keys are read
+ * only for valid slots.
+ *
+ * Top-k, for k <= GI_CU_FAST_K: each block keeps a running top-k in shared
+ * memory (cuda_topk.cuh).  When there are few queries the probed lists of
+ * a query are split over several blocks to fill the GPU, and a merge
+ * kernel combines their partial top-k lists.
+ *
+ * Larger k (the SQL scan doubles k when it needs more rows): the same scan
+ * appends every candidate of the probed lists, counted beforehand from
+ * the per-list row counts, to a buffer; two stable CUB segmented sorts
+ * (by key, then by distance) order each query's candidates by (distance,
+ * key) and the first k are kept.  Correct for any k.
+ *
+ * Distances are accumulated in float; the host reference accumulates in
+ * double, so distances agree to ~1e-6 relative and ties may differ only
+ * among (nearly) equal distances.
+ */
+#include <cstdlib>
+#include <cstring>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "cuda_store.h"
+#include "cuda_topk.cuh"
+#include "cuda_util.cuh"
+
+#define GI_CU_SQ			512		/* slab queue entries per block */
+#define GI_CU_SCAN_THREADS	256
+#define GI_CU_MAX_GROUPS	1024
+/* partial top-k lists of list-ordered units, at most (bytes) */
+#define GI_CU_ORDER_BUDGET	((size_t) 128 << 20)
+/* device scratch for one chunk of queries */
+#define GI_CU_QUERY_BUDGET	((size_t) 256 << 20)
+/* candidates held at once on the large-k path */
+#define GI_CU_GENERAL_BUDGET ((uint64_t) 16 << 20)
+
+struct gi_scan_args
+{
+	const uint32_t *lists;		/* [2*nlists] head, rows */
+	const gi_dslab *slabs;
+	const float *queries;		/* [nq x W] */
+	const float *qnorm;			/* [nq] |q|^2 */
+	const uint32_t *probes;		/* [nq x P], NULL: list p is probe p */
+	uint32_t	P;
+	uint32_t	G;				/* groups (blocks) per query */
+	uint32_t	W;
+	uint32_t	k;
+	uint32_t	cap;
+	uint32_t	max_steps;		/* chain walk bound: the pool's size */
+	const uint32_t *order;		/* block -> unit, or NULL for the identity */
+	int			metric;
+	uint32_t   *flags;
+	/* top-k outputs: final (G == 1) or partial (G > 1) */
+	gi_hit	   *hits;
+	uint32_t   *found;
+	float	   *cd;
+	uint64_t   *ck;
+	uint32_t   *cn;
+	/* append outputs (large k) */
+	uint32_t   *gd;
+	uint64_t   *gk;
+	unsigned long long *cur;
+	const unsigned long long *end;
+};
+
+/*
+ * Distance of the query to slot `lane` of a slab; NaN ranks as +Inf.
+ * Word j of the 32 slots is one coalesced 128-byte load.  Loads are issued
+ * GI_CU_ILP at a time before they are used: left to itself the compiler
+ * issued each load just before its FMA (it keeps this kernel at 32
+ * registers), and the warp waited out every memory latency in turn.  The
+ * acquire load of the bitmap invalidated L1 (CCTL.IVALL), so plain cached
+ * loads after it cannot see a stale line.
+ */
+#define GI_CU_ILP 16
+
+/*
+ * Words j .. j+15 of this lane's slot: 16 loads 128 bytes apart, issued
+ * back to back from one base register.  volatile keeps them after the
+ * acquire load of the bitmap (also volatile asm).
+ */
+__device__ __forceinline__ void
+gi_ld16(const unsigned int *p, float *x)
+{
+	size_t		g = __cvta_generic_to_global(p);
+
+	asm volatile("{\n\t"
+				 "ld.global.f32 %0, [%16];\n\t"
+				 "ld.global.f32 %1, [%16+128];\n\t"
+				 "ld.global.f32 %2, [%16+256];\n\t"
+				 "ld.global.f32 %3, [%16+384];\n\t"
+				 "ld.global.f32 %4, [%16+512];\n\t"
+				 "ld.global.f32 %5, [%16+640];\n\t"
+				 "ld.global.f32 %6, [%16+768];\n\t"
+				 "ld.global.f32 %7, [%16+896];\n\t"
+				 "ld.global.f32 %8, [%16+1024];\n\t"
+				 "ld.global.f32 %9, [%16+1152];\n\t"
+				 "ld.global.f32 %10, [%16+1280];\n\t"
+				 "ld.global.f32 %11, [%16+1408];\n\t"
+				 "ld.global.f32 %12, [%16+1536];\n\t"
+				 "ld.global.f32 %13, [%16+1664];\n\t"
+				 "ld.global.f32 %14, [%16+1792];\n\t"
+				 "ld.global.f32 %15, [%16+1920];\n\t"
+				 "}"
+				 : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3]),
+				   "=f"(x[4]), "=f"(x[5]), "=f"(x[6]), "=f"(x[7]),
+				   "=f"(x[8]), "=f"(x[9]), "=f"(x[10]), "=f"(x[11]),
+				   "=f"(x[12]), "=f"(x[13]), "=f"(x[14]), "=f"(x[15])
+				 : "l"(g));
+}
+
+__device__ __forceinline__ float
+gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
+				 const float *__restrict__ qv, float qn, uint32_t lane)
+{
+	const unsigned int *p = (const unsigned int *) data + lane;
+	float		acc0 = 0.0f;
+	float		acc1 = 0.0f;
+	float		nrm0 = 0.0f;
+	float		nrm1 = 0.0f;
+	uint32_t	j = 0;
+
+	if (metric == GI_METRIC_L2)
+	{
+		for (; j + GI_CU_ILP <= W; j += GI_CU_ILP)
+		{
+			float		x[GI_CU_ILP];
+			int			t;
+
+			gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+#pragma unroll
+			for (t = 0; t < GI_CU_ILP; t += 2)
+			{
+				float		d0 = x[t] - __ldg(qv + j + t);
+				float		d1 = x[t + 1] - __ldg(qv + j + t + 1);
+
+				acc0 = fmaf(d0, d0, acc0);
+				acc1 = fmaf(d1, d1, acc1);
+			}
+		}
+		for (; j < W; j++)
+		{
+			float		d = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS)) - __ldg(qv + j);
+
+			acc0 = fmaf(d, d, acc0);
+		}
+		return gi_rank_float(acc0 + acc1);
+	}
+	for (; j + GI_CU_ILP <= W; j += GI_CU_ILP)
+	{
+		float		x[GI_CU_ILP];
+		int			t;
+
+		gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+#pragma unroll
+		for (t = 0; t < GI_CU_ILP; t += 2)
+		{
+			acc0 = fmaf(x[t], __ldg(qv + j + t), acc0);
+			acc1 = fmaf(x[t + 1], __ldg(qv + j + t + 1), acc1);
+			nrm0 = fmaf(x[t], x[t], nrm0);
+			nrm1 = fmaf(x[t + 1], x[t + 1], nrm1);
+		}
+	}
+	for (; j < W; j++)
+	{
+		float		x = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS));
+
+		acc0 = fmaf(x, __ldg(qv + j), acc0);
+		nrm0 = fmaf(x, x, nrm0);
+	}
+	acc0 += acc1;
+	nrm0 += nrm1;
+	if (metric == GI_METRIC_IP)
+		return gi_rank_float(-acc0);
+	if (qn == 0.0f || nrm0 == 0.0f)
+		return __int_as_float(0x7f800000);
+	return gi_rank_float(1.0f - acc0 / (sqrtf(qn) * sqrtf(nrm0)));
+}
+
+/* append a warp's valid candidates to query q's segment (large k) */
+__device__ __forceinline__ void
+gi_append(const gi_scan_args &a, uint32_t q, bool valid, float d, uint64_t key)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	uint32_t	m = __ballot_sync(GI_CU_FULL_MASK, valid);
+	unsigned long long base = 0;
+
+	if (m == 0)
+		return;
+	if (lane == 0)
+		base = atomicAdd(&a.cur[q], (unsigned long long) __popc(m));
+	base = __shfl_sync(GI_CU_FULL_MASK, base, 0);
+	if (valid)
+	{
+		unsigned long long pos = base + __popc(m & gi_lanemask_lt());
+
+		if (pos < a.end[q])
+		{
+			a.gd[pos] = gi_f2ord(d);
+			a.gk[pos] = key;
+		}
+		else
+			atomicOr(a.flags, GI_CU_FLAG_OVERFLOW);
+	}
+}
+
+/* one warp scores one slab */
+template <bool APPEND>
+__device__ __forceinline__ void
+gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
+			 const float *qv, float qn, gi_topk_state &ts, float *sd,
+			 uint64_t *sk)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	const gi_dslab *h = &a.slabs[slab];
+	uint32_t	bm = gi_ld_acquire(&h->bitmap);
+	const uint32_t *data;
+	float		d;
+	bool		valid;
+	uint64_t	key = 0;
+
+	if (bm == 0)
+		return;					/* warp-uniform */
+	data = h->data;
+	d = gi_slab_distance(a.metric, data, a.W, qv, qn, lane);
+	valid = (bm >> lane) & 1u;
+	if (valid)
+		key = __ldcg((const unsigned long long *) (data + (size_t) GI_SLAB_RECORDS * a.W) + lane);
+	if (APPEND)
+		gi_append(a, q, valid, d, key);
+	else
+		gi_topk_offer(ts, sd, sk, valid, d, key);
+}
+
+/*
+ * (256, 2): with a bound of two blocks per SM ptxas gives the kernel 64
+ * registers and issues the 16 loads of gi_ld16 before their FMAs; with the
+ * plain bound it kept 32 registers and interleaved them (SASS checked).
+ */
+template <bool APPEND>
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
+gi_k_scan(gi_scan_args a)
+{
+	extern __shared__ __align__(16) unsigned char gi_smem[];
+	uint64_t   *sk = (uint64_t *) gi_smem;
+	float	   *sd = (float *) (sk + a.cap);
+	uint32_t   *queue = (uint32_t *) (sd + a.cap);
+	__shared__ gi_topk_state ts;
+	__shared__ uint32_t qlen;
+	const uint32_t tid = threadIdx.x;
+	const uint32_t warp = tid >> 5;
+	const uint32_t nwarps = blockDim.x >> 5;
+	/* unit u: query u / G, its group u % G (a.order: units sorted by list) */
+	const uint32_t u = a.order ? a.order[blockIdx.x] : blockIdx.x;
+	const uint32_t q = u / a.G;
+	const uint32_t g = u % a.G;
+	const uint32_t p0 = (uint32_t) ((uint64_t) g * a.P / a.G);
+	const uint32_t p1 = (uint32_t) ((uint64_t) (g + 1) * a.P / a.G);
+	const float *qv = a.queries + (size_t) q * a.W;
+	const float qn = a.qnorm[q];
+	uint32_t	lb;
+
+	gi_topk_init(ts);
+	__syncthreads();
+
+	for (lb = p0; lb < p1; lb += blockDim.x)
+	{
+		uint32_t	cur = GI_NIL;
+		uint32_t	steps = 0;
+
+		if (lb + tid < p1)
+		{
+			uint32_t	l = a.probes ? a.probes[(size_t) q * a.P + lb + tid] : lb + tid;
+
+			cur = gi_ld_acquire(&a.lists[2 * (size_t) l]);
+		}
+		for (;;)
+		{
+			uint32_t	ql;
+			uint32_t	nqueued;
+			uint32_t	b;
+			int			more;
+
+			if (tid == 0)
+				qlen = 0;
+			__syncthreads();
+			/* walk: every live chain advances one hop per step */
+			for (;;)
+			{
+				if (cur != GI_NIL)
+				{
+					uint32_t	pos = atomicAdd(&qlen, 1u);
+
+					if (pos < GI_CU_SQ)
+					{
+						queue[pos] = cur;
+						if (++steps > a.max_steps)
+						{
+							atomicOr(a.flags, GI_CU_FLAG_CHAIN);
+							cur = GI_NIL;
+						}
+						else
+							cur = gi_ld_acquire(&a.slabs[cur].next);
+					}
+				}
+				__syncthreads();
+				ql = qlen;
+				more = __syncthreads_or(cur != GI_NIL);
+				if (!more || ql >= GI_CU_SQ)
+					break;
+			}
+			nqueued = ql < GI_CU_SQ ? ql : GI_CU_SQ;
+			/* score: one slab per warp per round */
+			for (b = 0; b < nqueued; b += nwarps)
+			{
+				uint32_t	i = b + warp;
+
+				if (i < nqueued)
+					gi_scan_slab<APPEND>(a, queue[i], q, qv, qn, ts, sd, sk);
+				if (!APPEND && gi_topk_need_flush(ts, a.cap))
+					gi_topk_flush(ts, sd, sk, a.cap, a.k);
+			}
+			__syncthreads();
+			if (!more)
+				break;
+		}
+	}
+
+	if (!APPEND)
+	{
+		uint32_t	n;
+		uint32_t	r;
+
+		gi_topk_flush(ts, sd, sk, a.cap, a.k);
+		n = ts.count;
+		if (a.G == 1)
+			gi_write_hits(a.hits + (size_t) q * a.k, a.found + q, n, a.k, sd, sk);
+		else
+		{
+			for (r = tid; r < n; r += blockDim.x)
+			{
+				a.cd[(size_t) u * a.k + r] = sd[r];
+				a.ck[(size_t) u * a.k + r] = sk[r];
+			}
+			if (tid == 0)
+				a.cn[u] = n;
+		}
+	}
+}
+
+/* combine the G partial top-k lists of each query */
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
+gi_k_merge(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
+		   const uint32_t *__restrict__ cn, uint32_t G, uint32_t k, uint32_t cap,
+		   gi_hit *hits, uint32_t *found)
+{
+	extern __shared__ __align__(16) unsigned char gi_smem[];
+	uint64_t   *sk = (uint64_t *) gi_smem;
+	float	   *sd = (float *) (sk + cap);
+	__shared__ gi_topk_state ts;
+	__shared__ uint32_t pre[GI_CU_MAX_GROUPS + 1];
+	const uint32_t q = blockIdx.x;
+	const uint32_t tid = threadIdx.x;
+	uint32_t	total;
+	uint32_t	b;
+
+	gi_topk_init(ts);
+	if (tid == 0)
+	{
+		uint32_t	t = 0;
+		uint32_t	gg;
+
+		for (gg = 0; gg < G; gg++)
+		{
+			pre[gg] = t;
+			t += cn[(size_t) q * G + gg];
+		}
+		pre[G] = t;
+	}
+	__syncthreads();
+	total = pre[G];
+	for (b = 0; b < total; b += blockDim.x)
+	{
+		uint32_t	i = b + tid;
+		bool		valid = i < total;
+		float		d = 0.0f;
+		uint64_t	key = 0;
+
+		if (valid)
+		{
+			uint32_t	lo = 0;
+			uint32_t	hi = G;
+			size_t		off;
+
+			/* the group holding candidate i: largest lo with pre[lo] <= i */
+			while (hi - lo > 1)
+			{
+				uint32_t	mid = (lo + hi) / 2;
+
+				if (pre[mid] <= i)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			off = ((size_t) q * G + lo) * k + (i - pre[lo]);
+			d = cd[off];
+			key = ck[off];
+		}
+		gi_topk_offer(ts, sd, sk, valid, d, key);
+		if (gi_topk_need_flush(ts, cap))
+			gi_topk_flush(ts, sd, sk, cap, k);
+	}
+	gi_topk_flush(ts, sd, sk, cap, k);
+	gi_write_hits(hits + (size_t) q * k, found + q, ts.count, k, sd, sk);
+}
+
+/* large k: candidates per query, from the per-list row counts */
+__global__ void
+gi_k_count(const uint32_t *__restrict__ lists, const uint32_t *__restrict__ probes,
+		   uint32_t P, uint32_t nq, unsigned long long *cnt)
+{
+	uint32_t	q = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long c = 0;
+	uint32_t	p;
+
+	if (q >= nq)
+		return;
+	for (p = 0; p < P; p++)
+	{
+		uint32_t	l = probes ? probes[(size_t) q * P + p] : p;
+
+		c += gi_ld_acquire(&lists[2 * (size_t) l + 1]);
+	}
+	cnt[q] = c;
+}
+
+/* large k: the first k of each sorted segment */
+__global__ void
+gi_k_general_out(const unsigned long long *__restrict__ beg,
+				 const unsigned long long *__restrict__ end,
+				 const uint32_t *__restrict__ gd, const uint64_t *__restrict__ gk,
+				 uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const uint32_t q = blockIdx.x;
+	unsigned long long b = beg[q];
+	unsigned long long n = end[q] - b;
+	gi_hit	   *out = hits + (size_t) q * k;
+	uint32_t	r;
+
+	for (r = threadIdx.x; r < k; r += blockDim.x)
+	{
+		gi_hit		h;
+
+		if (r < n)
+		{
+			h.key = gk[b + r];
+			h.distance = gi_ord2f(gd[b + r]);
+		}
+		else
+		{
+			h.key = 0;
+			h.distance = __int_as_float(0x7f800000);
+		}
+		h.pad = 0;
+		out[r] = h;
+	}
+	if (threadIdx.x == 0)
+		found[q] = (uint32_t) (n < k ? n : k);
+}
+
+/* units (query, probed list) keyed by list, for sorting */
+__global__ void
+gi_k_order_init(const uint32_t *__restrict__ probes, uint32_t P, uint32_t n,
+				uint32_t *keys, uint32_t *vals)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		keys[i] = probes ? probes[i] : i % P;
+		vals[i] = i;
+	}
+}
+
+/* ---- host side ------------------------------------------------------------ */
+
+/* blocks per query: enough units to fill the GPU when queries are few */
+static uint32_t
+gi_cu_groups(uint32_t qc, uint32_t P)
+{
+	uint32_t	target = 4 * (uint32_t) gi_cu_sm_count();
+	uint32_t	g;
+
+	if (qc >= target)
+		return 1;
+	g = gi_cu_div_up(target, qc);
+	if (g > P)
+		g = P;
+	if (g > GI_CU_MAX_GROUPS)
+		g = GI_CU_MAX_GROUPS;
+	return g < 1 ? 1 : g;
+}
+
+static gi_status
+gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
+		   uint32_t *d_found)
+{
+	uint32_t	cap = gi_topk_cap(a.k);
+	uint32_t	G = gi_cu_groups(qc, a.P);
+	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(float))
+		+ GI_CU_SQ * sizeof(uint32_t);
+	gi_status	st;
+
+	/*
+	 * Many queries: one unit per (query, probed list), launched in list
+	 * order, so that the blocks resident at a time read the same few lists
+	 * and L2 serves most of the slab loads; the merge kernel then combines
+	 * each query's P partial lists.  Within a scratch budget only.
+	 */
+	a.order = NULL;
+	if (G == 1 && a.P > 1 && a.P <= GI_CU_MAX_GROUPS &&
+		(size_t) qc * a.P * a.k * (sizeof(float) + sizeof(uint64_t)) <= GI_CU_ORDER_BUDGET)
+	{
+		size_t		n = (size_t) qc * a.P;
+		int			bits = 1;
+		size_t		tmp = 0;
+
+		while (bits < 32 && (1u << bits) < s->params.nlists)
+			bits++;
+		st = gi_cu_buf_reserve(&s->s_okey, n * sizeof(uint32_t));
+		if (st == GI_OK)
+			st = gi_cu_buf_reserve(&s->s_okey2, n * sizeof(uint32_t));
+		if (st == GI_OK)
+			st = gi_cu_buf_reserve(&s->s_oval, n * sizeof(uint32_t));
+		if (st == GI_OK)
+			st = gi_cu_buf_reserve(&s->s_order, n * sizeof(uint32_t));
+		if (st != GI_OK)
+			return st;
+		gi_k_order_init<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(a.probes, a.P, (uint32_t) n,
+																  (uint32_t *) s->s_okey.p,
+																  (uint32_t *) s->s_oval.p);
+		GI_CU_TRY(cudaGetLastError());
+		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tmp, (const uint32_t *) s->s_okey.p,
+												  (uint32_t *) s->s_okey2.p,
+												  (const uint32_t *) s->s_oval.p,
+												  (uint32_t *) s->s_order.p, (int64_t) n, 0,
+												  bits, s->ss));
+		st = gi_cu_buf_reserve(&s->s_tmp, tmp);
+		if (st != GI_OK)
+			return st;
+		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(s->s_tmp.p, tmp, (const uint32_t *) s->s_okey.p,
+												  (uint32_t *) s->s_okey2.p,
+												  (const uint32_t *) s->s_oval.p,
+												  (uint32_t *) s->s_order.p, (int64_t) n, 0,
+												  bits, s->ss));
+		a.order = (const uint32_t *) s->s_order.p;
+		G = a.P;
+	}
+
+	a.cap = cap;
+	a.G = G;
+	a.hits = d_hits;
+	a.found = d_found;
+	if (G > 1)
+	{
+		size_t		n = (size_t) qc * G * a.k;
+
+		st = gi_cu_buf_reserve(&s->s_cd, n * sizeof(float));
+		if (st == GI_OK)
+			st = gi_cu_buf_reserve(&s->s_ck, n * sizeof(uint64_t));
+		if (st == GI_OK)
+			st = gi_cu_buf_reserve(&s->s_cn, (size_t) qc * G * sizeof(uint32_t));
+		if (st != GI_OK)
+			return st;
+		a.cd = (float *) s->s_cd.p;
+		a.ck = (uint64_t *) s->s_ck.p;
+		a.cn = (uint32_t *) s->s_cn.p;
+	}
+	gi_k_scan<false><<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+	GI_CU_TRY(cudaGetLastError());
+	if (G > 1)
+	{
+		gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) cap * (sizeof(uint64_t) + sizeof(float)),
+			s->ss>>>(a.cd, a.ck, a.cn, G, a.k, cap, d_hits, d_found);
+		GI_CU_TRY(cudaGetLastError());
+	}
+	return GI_OK;
+}
+
+/* large k on queries [0, qc) of the chunk */
+static gi_status
+gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
+			  uint32_t *d_found)
+{
+	unsigned long long *cnt;
+	unsigned long long *beg;
+	uint32_t	qa;
+	uint32_t	qb;
+	gi_status	st;
+
+	st = gi_cu_buf_reserve(&s->s_cnt, (size_t) qc * sizeof(unsigned long long));
+	if (st != GI_OK)
+		return st;
+	if (!gi_cu_hbuf_reserve(&s->h_cnt, (size_t) qc * sizeof(unsigned long long)) ||
+		!gi_cu_hbuf_reserve(&s->h_beg, ((size_t) qc + 1) * sizeof(unsigned long long)))
+	{
+		gi_cu_set_error("out of memory for %u query counts", qc);
+		return GI_ERR_NOMEM;
+	}
+	cnt = (unsigned long long *) s->h_cnt.p;
+	beg = (unsigned long long *) s->h_beg.p;
+	gi_k_count<<<gi_cu_div_up(qc, 256), 256, 0, s->ss>>>(a.lists, a.probes, a.P, qc,
+														 (unsigned long long *) s->s_cnt.p);
+	GI_CU_TRY(cudaGetLastError());
+	GI_CU_TRY(cudaMemcpyAsync(cnt, s->s_cnt.p, (size_t) qc * sizeof(unsigned long long),
+							  cudaMemcpyDeviceToHost, s->ss));
+	GI_CU_TRY(cudaStreamSynchronize(s->ss));
+
+	for (qa = 0; qa < qc; qa = qb)
+	{
+		int			attempt;
+		uint64_t	total = 0;
+
+		/* a sub-chunk whose candidates fit the budget (at least one query) */
+		for (qb = qa; qb < qc; qb++)
+		{
+			if (qb > qa && total + cnt[qb] > GI_CU_GENERAL_BUDGET)
+				break;
+			total += cnt[qb];
+		}
+
+		for (attempt = 0;; attempt++)
+		{
+			gi_scan_args b = a;
+			uint32_t	nsub = qb - qa;
+			uint32_t	flags = 0;
+			uint32_t	i;
+			size_t		tmp_bytes = 0;
+			size_t		tmp2 = 0;
+
+			total = 0;
+			for (i = 0; i < nsub; i++)
+			{
+				beg[i] = total;
+				total += cnt[qa + i];
+			}
+			beg[nsub] = total;
+			st = gi_cu_buf_reserve(&s->s_beg, ((size_t) nsub + 1) * sizeof(unsigned long long));
+			if (st == GI_OK)
+				st = gi_cu_buf_reserve(&s->s_cur, (size_t) nsub * sizeof(unsigned long long));
+			if (st == GI_OK && total > 0)
+			{
+				st = gi_cu_buf_reserve(&s->s_gd0, total * sizeof(uint32_t));
+				if (st == GI_OK)
+					st = gi_cu_buf_reserve(&s->s_gk0, total * sizeof(uint64_t));
+				if (st == GI_OK)
+					st = gi_cu_buf_reserve(&s->s_gd1, total * sizeof(uint32_t));
+				if (st == GI_OK)
+					st = gi_cu_buf_reserve(&s->s_gk1, total * sizeof(uint64_t));
+			}
+			if (st != GI_OK)
+				return st;
+			GI_CU_TRY(cudaMemcpyAsync(s->s_beg.p, beg, ((size_t) nsub + 1) * sizeof(unsigned long long),
+									  cudaMemcpyHostToDevice, s->ss));
+			GI_CU_TRY(cudaMemcpyAsync(s->s_cur.p, s->s_beg.p, (size_t) nsub * sizeof(unsigned long long),
+									  cudaMemcpyDeviceToDevice, s->ss));
+			if (total > 0)
+			{
+				unsigned long long *d_beg = (unsigned long long *) s->s_beg.p;
+				unsigned long long *d_cur = (unsigned long long *) s->s_cur.p;
+
+				b.queries = a.queries + (size_t) qa * a.W;
+				b.qnorm = a.qnorm + qa;
+				b.probes = a.probes ? a.probes + (size_t) qa * a.P : NULL;
+				b.G = gi_cu_groups(nsub, a.P);
+				b.cap = 0;
+				b.gd = (uint32_t *) s->s_gd0.p;
+				b.gk = (uint64_t *) s->s_gk0.p;
+				b.cur = d_cur;
+				b.end = d_beg + 1;
+				GI_CU_TRY(cudaMemsetAsync(a.flags, 0, sizeof(uint32_t), s->ss));
+				gi_k_scan<true><<<nsub * b.G, GI_CU_SCAN_THREADS, GI_CU_SQ * sizeof(uint32_t),
+					s->ss>>>(b);
+				GI_CU_TRY(cudaGetLastError());
+				GI_CU_TRY(cudaMemcpyAsync(&flags, a.flags, sizeof(uint32_t),
+										  cudaMemcpyDeviceToHost, s->ss));
+				GI_CU_TRY(cudaStreamSynchronize(s->ss));
+				if (flags & GI_CU_FLAG_OVERFLOW)
+				{
+					/* lists grew under a concurrent insert: count again */
+					if (attempt >= 4)
+					{
+						gi_cu_set_error("the store kept changing during a search");
+						return GI_ERR_DEVICE;
+					}
+					gi_k_count<<<gi_cu_div_up(nsub, 256), 256, 0, s->ss>>>(
+						a.lists, b.probes, a.P, nsub, (unsigned long long *) s->s_cnt.p);
+					GI_CU_TRY(cudaGetLastError());
+					GI_CU_TRY(cudaMemcpyAsync(cnt + qa, s->s_cnt.p,
+											  (size_t) nsub * sizeof(unsigned long long),
+											  cudaMemcpyDeviceToHost, s->ss));
+					GI_CU_TRY(cudaStreamSynchronize(s->ss));
+					continue;
+				}
+				if (flags & GI_CU_FLAG_CHAIN)
+				{
+					gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
+					return GI_ERR_DEVICE;
+				}
+
+				/* (distance, key) order: stable sort by key, then by distance */
+				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
+					NULL, tmp_bytes, (const uint64_t *) s->s_gk0.p, (uint64_t *) s->s_gk1.p,
+					(const uint32_t *) s->s_gd0.p, (uint32_t *) s->s_gd1.p,
+					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
+				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
+					NULL, tmp2, (const uint32_t *) s->s_gd1.p, (uint32_t *) s->s_gd0.p,
+					(const uint64_t *) s->s_gk1.p, (uint64_t *) s->s_gk0.p,
+					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
+				if (tmp2 > tmp_bytes)
+					tmp_bytes = tmp2;
+				st = gi_cu_buf_reserve(&s->s_tmp, tmp_bytes);
+				if (st != GI_OK)
+					return st;
+				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
+					s->s_tmp.p, tmp_bytes, (const uint64_t *) s->s_gk0.p, (uint64_t *) s->s_gk1.p,
+					(const uint32_t *) s->s_gd0.p, (uint32_t *) s->s_gd1.p,
+					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
+				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
+					s->s_tmp.p, tmp_bytes, (const uint32_t *) s->s_gd1.p, (uint32_t *) s->s_gd0.p,
+					(const uint64_t *) s->s_gk1.p, (uint64_t *) s->s_gk0.p,
+					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
+			}
+			gi_k_general_out<<<nsub, 256, 0, s->ss>>>(
+				(const unsigned long long *) s->s_beg.p, (const unsigned long long *) s->s_cur.p,
+				(const uint32_t *) s->s_gd0.p, (const uint64_t *) s->s_gk0.p, a.k,
+				d_hits + (size_t) qa * a.k, d_found + qa);
+			GI_CU_TRY(cudaGetLastError());
+			break;
+		}
+	}
+	return GI_OK;
+}
+
+gi_status
+gi_cu_ivf_search(gi_store *s, const float *centroids, uint32_t dim,
+				 gi_metric metric, uint32_t nq, const float *queries,
+				 uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const uint32_t nl = s ? s->params.nlists : 0;
+	uint32_t	pp;
+	size_t		per_query;
+	uint32_t	qc_max;
+	uint32_t	qa;
+	uint32_t	flags = 0;
+	size_t		res_found;
+	size_t		res_flag;
+	gi_scan_args a;
+	gi_status	st;
+
+	if (s == NULL)
+	{
+		gi_cu_set_error("ivf_search: no store");
+		return GI_ERR_INVALID;
+	}
+	if (dim == 0 || (uint64_t) dim * 4 != s->params.record_bytes)
+	{
+		gi_cu_set_error("ivf_search: dimension %u does not match records of %u bytes",
+						dim, s->params.record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (metric != GI_METRIC_L2 && metric != GI_METRIC_IP &&
+		metric != GI_METRIC_COSINE)
+	{
+		gi_cu_set_error("ivf_search: unknown metric %d", (int) metric);
+		return GI_ERR_INVALID;
+	}
+	if (probes == 0)
+	{
+		gi_cu_set_error("ivf_search: probes must be at least 1");
+		return GI_ERR_INVALID;
+	}
+	if (nq == 0)
+		return GI_OK;
+	if (centroids == NULL || queries == NULL || found == NULL ||
+		(k > 0 && hits == NULL))
+	{
+		gi_cu_set_error("ivf_search: centroids, queries, hits and found must not be NULL");
+		return GI_ERR_INVALID;
+	}
+	if (k == 0)
+	{
+		memset(found, 0, (size_t) nq * sizeof(uint32_t));
+		return GI_OK;
+	}
+	st = gi_cu_check_usable(s);
+	if (st != GI_OK)
+		return st;
+	if (probes > nl)
+		probes = nl;
+
+	/* a concurrent pool growth waits until this search is over */
+	std::lock_guard<std::mutex> guard(s->mu);
+
+	st = gi_cu_centroids(s, centroids, dim);
+	if (st != GI_OK)
+		return st;
+
+	pp = probes + 32 < nl ? probes + 32 : nl;
+	per_query = (size_t) dim * (sizeof(float) + sizeof(double)) + 64
+		+ (size_t) nl * sizeof(double) + (size_t) pp * 12 + (size_t) probes * 4
+		+ (size_t) k * sizeof(gi_hit);
+	qc_max = (uint32_t) (GI_CU_QUERY_BUDGET / per_query);
+	if (qc_max < 1)
+		qc_max = 1;
+	if (qc_max > nq)
+		qc_max = nq;
+
+	st = gi_cu_buf_reserve(&s->s_q, (size_t) qc_max * dim * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_hits, (size_t) qc_max * k * sizeof(gi_hit));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_found, (size_t) qc_max * sizeof(uint32_t));
+	/* pinned staging: truly asynchronous copies, one sync per chunk */
+	res_found = (size_t) qc_max * k * sizeof(gi_hit);
+	res_flag = res_found + (size_t) qc_max * sizeof(uint32_t);
+	if (st == GI_OK)
+		st = gi_cu_pinned_reserve(&s->p_q, (size_t) qc_max * dim * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_pinned_reserve(&s->p_res, res_flag + sizeof(uint32_t));
+	if (st != GI_OK)
+		return st;
+
+	memset(&a, 0, sizeof(a));
+	a.lists = s->d_lists;
+	a.slabs = s->d_slabs;
+	a.P = probes;
+	a.W = s->words;
+	a.k = k;
+	a.max_steps = s->nslabs;
+	a.metric = (int) metric;
+	a.flags = s->d_flags + 1;
+	GI_CU_TRY(cudaMemsetAsync(a.flags, 0, sizeof(uint32_t), s->ss));
+
+	for (qa = 0; qa < nq; qa += qc_max)
+	{
+		uint32_t	qc = nq - qa < qc_max ? nq - qa : qc_max;
+		const uint32_t *probe_lists;
+		char	   *res = (char *) s->p_res.p;
+
+		memcpy(s->p_q.p, queries + (size_t) qa * dim, (size_t) qc * dim * sizeof(float));
+		GI_CU_TRY(cudaMemcpyAsync(s->s_q.p, s->p_q.p, (size_t) qc * dim * sizeof(float),
+								  cudaMemcpyHostToDevice, s->ss));
+		st = gi_cu_coarse(s, metric, qc, probes, &probe_lists);
+		if (st != GI_OK)
+			return st;
+		a.queries = (const float *) s->s_q.p;
+		a.qnorm = (const float *) s->s_qn.p;
+		a.probes = probe_lists;
+		if (k <= GI_CU_FAST_K)
+			st = gi_cu_fast(s, a, qc, (gi_hit *) s->s_hits.p, (uint32_t *) s->s_found.p);
+		else
+			st = gi_cu_general(s, a, qc, (gi_hit *) s->s_hits.p, (uint32_t *) s->s_found.p);
+		if (st != GI_OK)
+			return st;
+		GI_CU_TRY(cudaMemcpyAsync(res, s->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + res_found, s->s_found.p, (size_t) qc * sizeof(uint32_t),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + res_flag, a.flags, sizeof(uint32_t),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		memcpy(&flags, res + res_flag, sizeof(uint32_t));
+		if (flags & GI_CU_FLAG_CHAIN)
+		{
+			gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
+			return GI_ERR_DEVICE;
+		}
+		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));
+		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
+	}
+	return GI_OK;
+}

@@ -1,0 +1,867 @@
+/*
+ * cuda_store.cu
+ *		Life cycle of a CUDA store: create, destroy, statistics, memory
+ *		accounting and limit, pool growth, and the patch mechanism that
+ *		copies the host mirror's link changes to the device.
+ *
+ * See cuda_store.h for what lives where and why.
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cuda_store.h"
+#include "cuda_util.cuh"
+
+/* pool growth step when params->chunk_slabs is 0 (the host store's) */
+#define GI_CU_DEFAULT_CHUNK_SLABS 1024
+
+/* row ids are u32 with GI_NIL reserved, one per slot */
+#define GI_CU_MAX_SLABS ((uint32_t) (UINT32_MAX / GI_SLAB_RECORDS))
+
+#define GI_CU_MAX_RECORD_BYTES (1u << 20)
+
+/* ---- memory accounting -------------------------------------------------- */
+
+/*
+ * Bytes a store holds with a pool of nslabs slabs and a key map of map_cap
+ * entries: the device side (list heads and counts; per slab the header,
+ * the free-stack entry and the data block; per slot the ATT entry) plus
+ * the host side (mirror headers, dirty marks, stacks, per-row ATT mirror,
+ * key chains and free rows, the key map).  The single formula behind both
+ * the statistics and the memory limit, so they can never disagree.
+ * Search scratch is transient and not counted.
+ */
+uint64_t
+gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
+{
+	uint64_t	dev_slab = sizeof(gi_dslab) + sizeof(uint32_t) + s->slab_bytes
+		+ (uint64_t) GI_SLAB_RECORDS * sizeof(uint64_t);
+	uint64_t	host_slab = sizeof(gi_mslab) + 1 + 4 * sizeof(uint32_t)
+		+ (uint64_t) GI_SLAB_RECORDS * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
+	uint64_t	per_list = 2 * sizeof(uint32_t)		/* device head, rows */
+		+ 3 * sizeof(uint32_t) + 1;		/* mirror head, rows, dirty */
+
+	return sizeof(gi_store)
+		+ (uint64_t) s->params.nlists * per_list
+		+ nslabs * (dev_slab + host_slab)
+		+ map_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+}
+
+gi_status
+gi_cu_limit_error(const gi_store *s, uint64_t need)
+{
+	gi_cu_set_error("store would need %llu bytes, over the limit of %llu bytes (gpuindex.memory_limit)",
+					(unsigned long long) need,
+					(unsigned long long) s->params.memory_limit);
+	return GI_ERR_LIMIT;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+int
+gi_cu_sm_count(void)
+{
+	static int	sms = 0;
+
+	if (sms == 0)
+	{
+		int			dev = 0;
+		int			v = 0;
+
+		if (cudaGetDevice(&dev) == cudaSuccess &&
+			cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+			v > 0)
+			sms = v;
+		else
+			return 132;
+	}
+	return sms;
+}
+
+gi_status
+gi_cu_buf_reserve(gi_cu_buf *b, size_t bytes)
+{
+	void	   *p = NULL;
+	size_t		cap;
+	cudaError_t err;
+
+	if (bytes <= b->cap)
+		return GI_OK;
+	cap = b->cap + b->cap / 2;
+	if (cap < bytes)
+		cap = bytes;
+	if (b->p)
+	{
+		/* kernels of this call may still read the old buffer */
+		GI_CU_TRY(cudaDeviceSynchronize());
+		cudaFree(b->p);
+		b->p = NULL;
+		b->cap = 0;
+	}
+	err = cudaMalloc(&p, cap);
+	if (err != cudaSuccess)
+	{
+		cudaGetLastError();
+		gi_cu_set_error("cudaMalloc of %zu bytes of search/mutation scratch failed: %s",
+						cap, cudaGetErrorString(err));
+		return err == cudaErrorMemoryAllocation ? GI_ERR_NOMEM : GI_ERR_DEVICE;
+	}
+	b->p = p;
+	b->cap = cap;
+	return GI_OK;
+}
+
+void
+gi_cu_buf_free(gi_cu_buf *b)
+{
+	if (b->p)
+		cudaFree(b->p);
+	b->p = NULL;
+	b->cap = 0;
+}
+
+gi_status
+gi_cu_pinned_reserve(gi_cu_pinned *b, size_t bytes)
+{
+	void	   *p = NULL;
+	size_t		cap;
+	cudaError_t err;
+
+	if (bytes <= b->cap)
+		return GI_OK;
+	cap = b->cap + b->cap / 2;
+	if (cap < bytes)
+		cap = bytes;
+	if (b->p)
+	{
+		/* copies of this call may still target the old buffer */
+		GI_CU_TRY(cudaDeviceSynchronize());
+		cudaFreeHost(b->p);
+		b->p = NULL;
+		b->cap = 0;
+	}
+	err = cudaMallocHost(&p, cap);
+	if (err != cudaSuccess)
+	{
+		cudaGetLastError();
+		gi_cu_set_error("cudaMallocHost of %zu bytes of pinned staging failed: %s",
+						cap, cudaGetErrorString(err));
+		return GI_ERR_NOMEM;
+	}
+	b->p = p;
+	b->cap = cap;
+	return GI_OK;
+}
+
+void
+gi_cu_pinned_free(gi_cu_pinned *b)
+{
+	if (b->p)
+		cudaFreeHost(b->p);
+	b->p = NULL;
+	b->cap = 0;
+}
+
+bool
+gi_cu_hbuf_reserve(gi_cu_hbuf *b, size_t bytes)
+{
+	void	   *p;
+	size_t		cap;
+
+	if (bytes <= b->cap)
+		return true;
+	cap = b->cap + b->cap / 2;
+	if (cap < bytes)
+		cap = bytes;
+	p = realloc(b->p, cap);
+	if (p == NULL)
+		return false;
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+gi_status
+gi_cu_check_usable(gi_store *s)
+{
+	if (s->broken)
+	{
+		gi_cu_set_error("the CUDA store is unusable after an earlier device error; reload the index");
+		return GI_ERR_DEVICE;
+	}
+	return GI_OK;
+}
+
+/* the device fell behind the mirror: refuse everything from now on */
+gi_status
+gi_cu_broken(gi_store *s, gi_status st)
+{
+	if (st == GI_ERR_DEVICE || st == GI_ERR_NOMEM)
+		s->broken = true;
+	return st;
+}
+
+/* d_flags[0] is raised by mutation kernels, d_flags[1] by search kernels */
+gi_status
+gi_cu_read_flags(gi_store *s, cudaStream_t st, uint32_t idx, uint32_t *flags)
+{
+	GI_CU_TRY(cudaMemcpyAsync(flags, s->d_flags + idx, sizeof(uint32_t),
+							  cudaMemcpyDeviceToHost, st));
+	GI_CU_TRY(cudaStreamSynchronize(st));
+	return GI_OK;
+}
+
+/* device time of a mutation's device part, accumulated into dev_ms */
+void
+gi_cu_time_begin(gi_store *s)
+{
+	if (s->timing)
+		cudaEventRecord(s->ev0, s->ms);
+}
+
+void
+gi_cu_time_end(gi_store *s)
+{
+	float		ms = 0.0f;
+
+	if (s->timing && cudaEventRecord(s->ev1, s->ms) == cudaSuccess &&
+		cudaEventSynchronize(s->ev1) == cudaSuccess &&
+		cudaEventElapsedTime(&ms, s->ev0, s->ev1) == cudaSuccess)
+		s->dev_ms += ms;
+}
+
+/* ---- patches: link changes of the mirror, copied to the device ---------- */
+
+void
+gi_cu_mark_slab(gi_store *s, uint32_t slab)
+{
+	if (!s->slab_dirty[slab])
+	{
+		s->slab_dirty[slab] = 1;
+		s->dirty_slabs[s->ndirty_slabs++] = slab;
+	}
+}
+
+void
+gi_cu_mark_list(gi_store *s, uint32_t list)
+{
+	if (!s->list_dirty[list])
+	{
+		s->list_dirty[list] = 1;
+		s->dirty_lists[s->ndirty_lists++] = list;
+	}
+}
+
+/*
+ * Turn the dirty marks into patches: first every header link, list count
+ * and free-stack entry (phase A), then the list heads (phase B).  Phase B
+ * runs as a later kernel, so a concurrent reader that sees a new head also
+ * sees the links of the slab it points to.  *nfirst receives the size of
+ * phase A.  Values are the mirror's final ones, so the order of the
+ * patches inside a phase does not matter.
+ */
+/* the most patches the current dirty marks can produce */
+uint64_t
+gi_cu_patch_bound(const gi_store *s)
+{
+	return 3 * (uint64_t) s->ndirty_slabs + 2 * (uint64_t) s->ndirty_lists
+		+ (s->nfree > s->free_low ? s->nfree - s->free_low : 0);
+}
+
+/* collect into dst (room for gi_cu_patch_bound() entries); returns the count */
+uint32_t
+gi_cu_collect_patches_into(gi_store *s, gi_cu_patch *p, uint32_t *nfirst)
+{
+	uint32_t	n = 0;
+	uint32_t	i;
+
+#define GI_PUSH(a, v) do { p[n].addr = (a); p[n].value = (v); p[n].pad = 0; n++; } while (0)
+	for (i = 0; i < s->ndirty_slabs; i++)
+	{
+		uint32_t	slab = s->dirty_slabs[i];
+		const gi_mslab *m = &s->slabs[slab];
+
+		GI_PUSH(&s->d_slabs[slab].next, m->next);
+		GI_PUSH(&s->d_slabs[slab].prev, m->prev);
+		GI_PUSH(&s->d_slabs[slab].list, m->list);
+		s->slab_dirty[slab] = 0;
+	}
+	s->ndirty_slabs = 0;
+	for (i = 0; i < s->ndirty_lists; i++)
+	{
+		uint32_t	l = s->dirty_lists[i];
+
+		GI_PUSH(&s->d_lists[2 * (uint64_t) l + 1], s->list_rows[l]);
+	}
+	for (i = s->free_low; i < s->nfree; i++)
+		GI_PUSH(&s->d_free[i], s->free_slabs[i]);
+	s->free_low = s->nfree;
+	*nfirst = n;
+	for (i = 0; i < s->ndirty_lists; i++)
+	{
+		uint32_t	l = s->dirty_lists[i];
+
+		GI_PUSH(&s->d_lists[2 * (uint64_t) l], s->list_head[l]);
+		s->list_dirty[l] = 0;
+	}
+	s->ndirty_lists = 0;
+#undef GI_PUSH
+	return n;
+}
+
+gi_status
+gi_cu_collect_patches(gi_store *s, uint32_t *nfirst)
+{
+	uint64_t	need = gi_cu_patch_bound(s);
+
+	if (!gi_cu_hbuf_reserve(&s->h_patch, need * sizeof(gi_cu_patch)))
+	{
+		gi_cu_set_error("out of memory for %llu device patches",
+						(unsigned long long) need);
+		return GI_ERR_NOMEM;
+	}
+	s->npatch = gi_cu_collect_patches_into(s, (gi_cu_patch *) s->h_patch.p, nfirst);
+	return GI_OK;
+}
+
+__global__ void
+gi_k_patch(const gi_cu_patch *p, uint32_t n)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		/* release: pairs with the readers' acquire loads of links */
+		asm volatile("st.release.gpu.u32 [%0], %1;"
+					 :: "l"(p[i].addr), "r"(p[i].value) : "memory");
+	}
+}
+
+/* run device patches d[0, nfirst) then d[nfirst, total) on the mutation stream */
+void
+gi_cu_launch_patches(gi_store *s, const gi_cu_patch *d, uint32_t nfirst, uint32_t total)
+{
+	if (nfirst > 0)
+		gi_k_patch<<<gi_cu_div_up(nfirst, 256), 256, 0, s->ms>>>(d, nfirst);
+	if (total > nfirst)
+		gi_k_patch<<<gi_cu_div_up(total - nfirst, 256), 256, 0, s->ms>>>(d + nfirst,
+																		   total - nfirst);
+}
+
+/* upload all collected patches and run [0, nfirst) then [nfirst, npatch) */
+gi_status
+gi_cu_apply_patches(gi_store *s, uint32_t nfirst, uint32_t total)
+{
+	gi_status	st;
+	const gi_cu_patch *d;
+
+	if (total == 0)
+		return GI_OK;
+	st = gi_cu_buf_reserve(&s->m_patch, (size_t) total * sizeof(gi_cu_patch));
+	if (st != GI_OK)
+		return st;
+	d = (const gi_cu_patch *) s->m_patch.p;
+	GI_CU_TRY(cudaMemcpyAsync(s->m_patch.p, s->h_patch.p,
+							  (size_t) total * sizeof(gi_cu_patch),
+							  cudaMemcpyHostToDevice, s->ms));
+	gi_cu_launch_patches(s, d, nfirst, total);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
+/*
+ * End of a concurrent phase (no search can still hold a slab pointer):
+ * slots held back by deletes become reusable and freed slabs go on the
+ * free stack.  Always a no-op in the service, which never overlaps.
+ */
+gi_status
+gi_cu_quiesce(gi_store *s)
+{
+	uint32_t	i;
+	uint32_t	nfirst;
+	gi_status	st;
+
+	if (s->nheld == 0 && s->npending == 0)
+		return GI_OK;
+	for (i = 0; i < s->nheld; i++)
+		s->slabs[s->held_slabs[i]].held = 0;
+	s->nheld = 0;
+	for (i = 0; i < s->npending; i++)
+		s->free_slabs[s->nfree++] = s->pending[i];
+	s->npending = 0;
+	st = gi_cu_collect_patches(s, &nfirst);
+	if (st == GI_OK)
+		st = gi_cu_apply_patches(s, nfirst, s->npatch);
+	if (st == GI_OK)
+	{
+		cudaError_t err = cudaStreamSynchronize(s->ms);
+
+		if (err != cudaSuccess)
+			st = gi_cu_status(err, "cudaStreamSynchronize");
+	}
+	return gi_cu_broken(s, st);
+}
+
+/* ---- pool growth --------------------------------------------------------- */
+
+/*
+ * Fault injection for tests (gi_cuda_fail_alloc_after): after `after` more
+ * successful device allocations of pool growth, one fails as if the
+ * device were out of memory.  Thread-local, like the host store's.
+ */
+static thread_local int64_t gi_cu_fail_after = -1;
+
+extern "C" void
+gi_cuda_fail_alloc_after(int64_t after)
+{
+	gi_cu_fail_after = after;
+}
+
+static cudaError_t
+gi_cu_pool_malloc(void **p, size_t bytes)
+{
+	if (gi_cu_fail_after >= 0 && gi_cu_fail_after-- == 0)
+		return cudaErrorMemoryAllocation;
+	return cudaMalloc(p, bytes);
+}
+
+/* realloc a host array; on failure *ptr is unchanged */
+static bool
+gi_cu_grow_host(void **ptr, uint64_t elems, size_t elem_size)
+{
+	void	   *p;
+
+	if (elems > SIZE_MAX / elem_size)
+		return false;
+	p = realloc(*ptr, (size_t) elems * elem_size);
+	if (p == NULL)
+		return false;
+	*ptr = p;
+	return true;
+}
+
+/*
+ * Grow the pool geometrically, at least 16 and at most chunk_slabs slabs
+ * at a time (less when only less fits under the memory limit), exactly as
+ * the host store does.  The new data block is one
+ * cudaMalloc that never moves; headers, ATT and free stack are reallocated
+ * with a device-to-device copy.  Every allocation is made before anything
+ * is changed, so a failure leaves the store as it was.
+ */
+gi_status
+gi_cu_grow_pool(gi_store *s)
+{
+	uint64_t	old = s->nslabs;
+	/* the host store's steps: geometric, at least 16, at most a chunk */
+	uint64_t	step = old < 16 ? 16 : old;
+	uint64_t	want;
+	uint64_t	add;
+	gi_dslab   *d_slabs = NULL;
+	uint64_t   *d_att = NULL;
+	uint32_t   *d_free = NULL;
+	void	   *chunk = NULL;
+	gi_dslab   *init = NULL;
+	cudaError_t err;
+	gi_status	st = GI_OK;
+	uint64_t	i;
+
+	if (step > s->params.chunk_slabs)
+		step = s->params.chunk_slabs;
+	want = old + step;
+	if (want > GI_CU_MAX_SLABS)
+		want = GI_CU_MAX_SLABS;
+	if (want <= old)
+	{
+		gi_cu_set_error("store is full: at most %u slabs of %u records",
+						GI_CU_MAX_SLABS, GI_SLAB_RECORDS);
+		return GI_ERR_LIMIT;
+	}
+	if (s->params.memory_limit != 0)
+	{
+		uint64_t	base = gi_cu_bytes_for(s, old, s->map_cap);
+		uint64_t	per_slab = gi_cu_bytes_for(s, old + 1, s->map_cap) - base;
+
+		if (gi_cu_bytes_for(s, want, s->map_cap) > s->params.memory_limit)
+		{
+			if (base + per_slab > s->params.memory_limit)
+				return gi_cu_limit_error(s, base + per_slab);
+			want = old + (s->params.memory_limit - base) / per_slab;
+		}
+	}
+	add = want - old;
+
+	/* host mirror arrays: extra capacity after a partial failure is harmless */
+	if (!gi_cu_grow_host((void **) &s->slabs, want, sizeof(gi_mslab)) ||
+		!gi_cu_grow_host((void **) &s->slab_dirty, want, 1) ||
+		!gi_cu_grow_host((void **) &s->dirty_slabs, want, sizeof(uint32_t)) ||
+		!gi_cu_grow_host((void **) &s->free_slabs, want, sizeof(uint32_t)) ||
+		!gi_cu_grow_host((void **) &s->pending, want, sizeof(uint32_t)) ||
+		!gi_cu_grow_host((void **) &s->held_slabs, want, sizeof(uint32_t)) ||
+		!gi_cu_grow_host((void **) &s->att, want * GI_SLAB_RECORDS, sizeof(uint64_t)) ||
+		!gi_cu_grow_host((void **) &s->row_next, want * GI_SLAB_RECORDS, sizeof(uint32_t)) ||
+		!gi_cu_grow_host((void **) &s->free_rows, want * GI_SLAB_RECORDS, sizeof(uint32_t)) ||
+		(s->nchunks == s->chunks_cap &&
+		 !gi_cu_grow_host((void **) &s->chunks, (uint64_t) s->chunks_cap * 2 + 8,
+						  sizeof(void *))))
+	{
+		gi_cu_set_error("out of host memory growing the pool to %llu slabs",
+						(unsigned long long) want);
+		return GI_ERR_NOMEM;
+	}
+	if (s->nchunks == s->chunks_cap)
+		s->chunks_cap = s->chunks_cap * 2 + 8;
+
+	init = (gi_dslab *) malloc(add * sizeof(gi_dslab));
+	if (init == NULL)
+	{
+		gi_cu_set_error("out of host memory growing the pool");
+		return GI_ERR_NOMEM;
+	}
+
+	/* device allocations, all before any change */
+	err = gi_cu_pool_malloc((void **) &d_slabs, want * sizeof(gi_dslab));
+	if (err == cudaSuccess)
+		err = gi_cu_pool_malloc((void **) &d_att, want * GI_SLAB_RECORDS * sizeof(uint64_t));
+	if (err == cudaSuccess)
+		err = gi_cu_pool_malloc((void **) &d_free, want * sizeof(uint32_t));
+	if (err == cudaSuccess)
+		err = gi_cu_pool_malloc(&chunk, add * s->slab_bytes);
+	if (err != cudaSuccess)
+	{
+		cudaGetLastError();
+		if (err == cudaErrorMemoryAllocation)
+		{
+			gi_cu_set_error("cudaMalloc failed growing the store to %llu slabs (%llu bytes of slab data): out of device memory",
+							(unsigned long long) want,
+							(unsigned long long) (add * s->slab_bytes));
+			st = GI_ERR_NOMEM;
+		}
+		else
+			st = gi_cu_status(err, "cudaMalloc");
+		goto fail;
+	}
+
+	for (i = 0; i < add; i++)
+	{
+		init[i].next = GI_NIL;
+		init[i].prev = GI_NIL;
+		init[i].list = GI_NIL;
+		init[i].count = 0;
+		init[i].bitmap = 0;
+		init[i].pad = 0;
+		init[i].data = (uint32_t *) ((char *) chunk + i * s->slab_bytes);
+	}
+	if (old > 0)
+	{
+		err = cudaMemcpyAsync(d_slabs, s->d_slabs, old * sizeof(gi_dslab),
+							  cudaMemcpyDeviceToDevice, s->ms);
+		if (err == cudaSuccess)
+			err = cudaMemcpyAsync(d_att, s->d_att, old * GI_SLAB_RECORDS * sizeof(uint64_t),
+								  cudaMemcpyDeviceToDevice, s->ms);
+		if (err == cudaSuccess)
+			err = cudaMemcpyAsync(d_free, s->d_free, old * sizeof(uint32_t),
+								  cudaMemcpyDeviceToDevice, s->ms);
+	}
+	else
+		err = cudaSuccess;
+	if (err == cudaSuccess)
+		err = cudaMemcpyAsync(d_slabs + old, init, add * sizeof(gi_dslab),
+							  cudaMemcpyHostToDevice, s->ms);
+	if (err == cudaSuccess)
+		err = cudaMemsetAsync(d_att + old * GI_SLAB_RECORDS, 0xFF,
+							  add * GI_SLAB_RECORDS * sizeof(uint64_t), s->ms);
+	if (err == cudaSuccess)
+		err = cudaMemsetAsync(chunk, 0, add * s->slab_bytes, s->ms);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(s->ms);
+	if (err != cudaSuccess)
+	{
+		st = gi_cu_status(err, "growing the slab pool");
+		goto fail;
+	}
+
+	{
+		/* a concurrent search holds mu for its whole duration */
+		std::lock_guard<std::mutex> guard(s->mu);
+
+		if (s->d_slabs)
+			cudaFree(s->d_slabs);
+		if (s->d_att)
+			cudaFree(s->d_att);
+		if (s->d_free)
+			cudaFree(s->d_free);
+		s->d_slabs = d_slabs;
+		s->d_att = d_att;
+		s->d_free = d_free;
+		s->chunks[s->nchunks++] = chunk;
+		for (i = old; i < want; i++)
+		{
+			gi_mslab   *m = &s->slabs[i];
+
+			m->next = GI_NIL;
+			m->prev = GI_NIL;
+			m->list = GI_NIL;
+			m->count = 0;
+			m->bitmap = 0;
+			m->held = 0;
+			s->slab_dirty[i] = 0;
+		}
+		for (i = old * GI_SLAB_RECORDS; i < want * GI_SLAB_RECORDS; i++)
+		{
+			s->att[i] = GI_CU_ATT_NONE;
+			s->row_next[i] = GI_NIL;
+		}
+		s->nslabs = (uint32_t) want;
+	}
+	free(init);
+	return GI_OK;
+
+fail:
+	if (d_slabs)
+		cudaFree(d_slabs);
+	if (d_att)
+		cudaFree(d_att);
+	if (d_free)
+		cudaFree(d_free);
+	if (chunk)
+		cudaFree(chunk);
+	free(init);
+	return st;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+void
+gi_cu_store_destroy(gi_store *s)
+{
+	uint32_t	i;
+
+	if (s == NULL)
+		return;
+	if (s->ms)
+		cudaStreamSynchronize(s->ms);
+	if (s->ss)
+		cudaStreamSynchronize(s->ss);
+	for (i = 0; i < s->nchunks; i++)
+		cudaFree(s->chunks[i]);
+	if (s->d_lists)
+		cudaFree(s->d_lists);
+	if (s->d_slabs)
+		cudaFree(s->d_slabs);
+	if (s->d_att)
+		cudaFree(s->d_att);
+	if (s->d_free)
+		cudaFree(s->d_free);
+	if (s->d_flags)
+		cudaFree(s->d_flags);
+	if (s->d_cent)
+		cudaFree(s->d_cent);
+	if (s->d_centd)
+		cudaFree(s->d_centd);
+	if (s->d_cnorm)
+		cudaFree(s->d_cnorm);
+	{
+		gi_cu_buf  *bufs[] = {
+			&s->m_patch,
+			&s->s_q, &s->s_qd, &s->s_qn, &s->s_qnd, &s->s_gemm, &s->s_cand,
+			&s->s_rkey, &s->s_probe, &s->s_hits, &s->s_found, &s->s_cd,
+			&s->s_ck, &s->s_cn, &s->s_cnt, &s->s_beg, &s->s_cur, &s->s_gd0,
+			&s->s_gk0, &s->s_gd1, &s->s_gk1, &s->s_tmp, &s->s_okey, &s->s_okey2,
+			&s->s_oval, &s->s_order
+		};
+
+		for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+			gi_cu_buf_free(bufs[i]);
+	}
+	gi_cu_pinned_free(&s->p_q);
+	gi_cu_pinned_free(&s->p_res);
+	for (i = 0; i < 2; i++)
+	{
+		gi_cu_pinned_free(&s->p_up[i]);
+		gi_cu_buf_free(&s->m_up[i]);
+		if (s->ev_up[i])
+			cudaEventDestroy(s->ev_up[i]);
+		if (s->ev_t0[i])
+			cudaEventDestroy(s->ev_t0[i]);
+	}
+	if (s->ev0)
+		cudaEventDestroy(s->ev0);
+	if (s->ev1)
+		cudaEventDestroy(s->ev1);
+	if (s->ms)
+		cudaStreamDestroy(s->ms);
+	if (s->ss)
+		cudaStreamDestroy(s->ss);
+	free(s->h_patch.p);
+	free(s->h_rows.p);
+	free(s->h_cnt.p);
+	free(s->h_beg.p);
+	free(s->h_cent);
+	free(s->list_head);
+	free(s->list_rows);
+	free(s->list_dirty);
+	free(s->dirty_lists);
+	free(s->slabs);
+	free(s->slab_dirty);
+	free(s->dirty_slabs);
+	free(s->free_slabs);
+	free(s->pending);
+	free(s->held_slabs);
+	free(s->att);
+	free(s->row_next);
+	free(s->free_rows);
+	free(s->map_keys);
+	free(s->map_rows);
+	free(s->chunks);
+	delete s;
+}
+
+gi_status
+gi_cu_store_create(const gi_store_params *params, gi_store **out)
+{
+	gi_store   *s;
+	uint32_t   *init = NULL;
+	uint64_t	need;
+	gi_status	st;
+	uint32_t	i;
+
+	if (out == NULL || params == NULL)
+	{
+		gi_cu_set_error("store_create: params and out must not be NULL");
+		return GI_ERR_INVALID;
+	}
+	*out = NULL;
+	if (params->nlists == 0)
+	{
+		gi_cu_set_error("a store needs at least one list");
+		return GI_ERR_INVALID;
+	}
+	if (params->nlists == GI_NIL)
+	{
+		gi_cu_set_error("too many lists: %u", params->nlists);
+		return GI_ERR_INVALID;
+	}
+	if (params->record_bytes == 0 || params->record_bytes % 4 != 0)
+	{
+		gi_cu_set_error("record size %u is not a positive multiple of 4 bytes",
+						params->record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (params->record_bytes > GI_CU_MAX_RECORD_BYTES)
+	{
+		gi_cu_set_error("record size %u is over the maximum of %u bytes",
+						params->record_bytes, GI_CU_MAX_RECORD_BYTES);
+		return GI_ERR_INVALID;
+	}
+
+	/* value-initialised: every pointer NULL, every counter 0 */
+	s = new(std::nothrow) gi_store();
+	if (s == NULL)
+	{
+		gi_cu_set_error("out of memory creating a store");
+		return GI_ERR_NOMEM;
+	}
+	s->params = *params;
+	if (s->params.chunk_slabs == 0)
+		s->params.chunk_slabs = GI_CU_DEFAULT_CHUNK_SLABS;
+	s->words = params->record_bytes / 4;
+	/* payload words, then 32 keys (u64), then 32 rows (u32) */
+	s->slab_bytes = (size_t) GI_SLAB_RECORDS * (params->record_bytes + 12);
+
+	need = gi_cu_bytes_for(s, 0, GI_CU_MAP_INITIAL);
+	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
+	{
+		st = gi_cu_limit_error(s, need);
+		delete s;
+		return st;
+	}
+
+	s->list_head = (uint32_t *) malloc((size_t) s->params.nlists * sizeof(uint32_t));
+	s->list_rows = (uint32_t *) calloc(s->params.nlists, sizeof(uint32_t));
+	s->list_dirty = (uint8_t *) calloc(s->params.nlists, 1);
+	s->dirty_lists = (uint32_t *) malloc((size_t) s->params.nlists * sizeof(uint32_t));
+	init = (uint32_t *) malloc((size_t) s->params.nlists * 2 * sizeof(uint32_t));
+	if (!s->list_head || !s->list_rows || !s->list_dirty || !s->dirty_lists || !init)
+	{
+		free(init);
+		gi_cu_store_destroy(s);
+		gi_cu_set_error("out of memory creating a store of %u lists",
+						params->nlists);
+		return GI_ERR_NOMEM;
+	}
+	for (i = 0; i < s->params.nlists; i++)
+	{
+		s->list_head[i] = GI_NIL;
+		init[2 * (size_t) i] = GI_NIL;
+		init[2 * (size_t) i + 1] = 0;
+	}
+
+#define GI_CREATE_TRY(call) \
+	do { \
+		cudaError_t e_ = (call); \
+		if (e_ != cudaSuccess) \
+		{ \
+			st = gi_cu_status(e_, #call); \
+			goto fail; \
+		} \
+	} while (0)
+
+	GI_CREATE_TRY(cudaStreamCreateWithFlags(&s->ms, cudaStreamNonBlocking));
+	GI_CREATE_TRY(cudaStreamCreateWithFlags(&s->ss, cudaStreamNonBlocking));
+	GI_CREATE_TRY(cudaMalloc((void **) &s->d_lists,
+							 (size_t) s->params.nlists * 2 * sizeof(uint32_t)));
+	GI_CREATE_TRY(cudaMalloc((void **) &s->d_flags, 4 * sizeof(uint32_t)));
+	GI_CREATE_TRY(cudaMemsetAsync(s->d_flags, 0, 4 * sizeof(uint32_t), s->ms));
+	GI_CREATE_TRY(cudaMemcpyAsync(s->d_lists, init,
+								  (size_t) s->params.nlists * 2 * sizeof(uint32_t),
+								  cudaMemcpyHostToDevice, s->ms));
+	GI_CREATE_TRY(cudaStreamSynchronize(s->ms));
+#undef GI_CREATE_TRY
+
+	s->map_cap = 0;
+	st = gi_cu_map_resize(s, GI_CU_MAP_INITIAL);
+	if (st != GI_OK)
+		goto fail;
+
+	free(init);
+	*out = s;
+	return GI_OK;
+
+fail:
+	free(init);
+	gi_cu_store_destroy(s);
+	return st;
+}
+
+/* ---- stats / limit -------------------------------------------------------- */
+
+gi_status
+gi_cu_store_stats(gi_store *s, gi_store_stats *out)
+{
+	if (s == NULL || out == NULL)
+	{
+		gi_cu_set_error("store_stats: store and out must not be NULL");
+		return GI_ERR_INVALID;
+	}
+	memset(out, 0, sizeof(*out));
+	out->lists = s->params.nlists;
+	out->rows = s->rows;
+	out->keys = s->map_count;
+	out->slabs_used = s->slabs_used;
+	out->slabs_free = (uint64_t) s->nfree + s->npending;
+	out->slabs_total = s->nslabs;
+	out->bytes = gi_cu_bytes_for(s, s->nslabs, s->map_cap);
+	out->payload_bytes = s->rows * s->params.record_bytes;
+	out->inserts = s->inserts;
+	out->deletes = s->deletes;
+	return GI_OK;
+}
+
+void
+gi_cu_store_set_limit(gi_store *s, uint64_t limit)
+{
+	if (s)
+		s->params.memory_limit = limit;
+}

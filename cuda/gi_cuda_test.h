@@ -1,0 +1,85 @@
+/*
+ * gi_cuda_test.h
+ *		Test hooks exported by gpuindex_cuda.so besides gi_cuda_backend().
+ *
+ * The device service never calls these; the GPU tests (test/gpu/) and the
+ * store benchmark (bench/store/) find them with dlsym.  Plain C.
+ */
+#ifndef GI_CUDA_TEST_H
+#define GI_CUDA_TEST_H
+
+#include "gi_backend.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/*
+ * Download the device structures and verify every invariant: the host
+ * mirror's own (lists, free stacks, ATT, key chains, totals, as the host
+ * store's gi_host_store_check does) and device == mirror (list heads and
+ * counts, headers, bitmaps, ATT, free stack, per-slot rows and keys).
+ * True when all hold; otherwise false with a description in err.
+ */
+typedef bool (*gi_cuda_store_check_fn) (gi_store *store, char *err, size_t errlen);
+#define GI_CUDA_STORE_CHECK "gi_cuda_store_check"
+
+/*
+ * The live records of one list read back from the device by following the
+ * device's own links and bitmaps: *n records, keys in *keys, packed
+ * payloads in *payloads (both malloc'ed, caller frees; NULL when *n is 0).
+ */
+typedef gi_status (*gi_cuda_store_dump_fn) (gi_store *store, uint32_t list,
+											uint64_t **keys, void **payloads,
+											uint64_t *n);
+#define GI_CUDA_STORE_DUMP "gi_cuda_store_dump"
+
+/*
+ * Concurrent mode (stress tests): one thread may search while another
+ * inserts and deletes.  Deleted slots and emptied slabs are then held back
+ * from reuse until the mode is switched off, which waits for nothing: the
+ * caller must have stopped its searches first.
+ */
+typedef gi_status (*gi_cuda_store_set_concurrent_fn) (gi_store *store, bool on);
+#define GI_CUDA_STORE_SET_CONCURRENT "gi_cuda_store_set_concurrent"
+
+/*
+ * Fault injection: after `after` more successful device allocations of
+ * pool growth, one fails as cudaMalloc does when the device is full
+ * (GI_ERR_NOMEM).  Negative disables.  Thread-local.
+ */
+typedef void (*gi_cuda_fail_alloc_after_fn) (int64_t after);
+#define GI_CUDA_FAIL_ALLOC_AFTER "gi_cuda_fail_alloc_after"
+
+/*
+ * Records per pipelined insert chunk (0: the default, about 4 MiB of
+ * payload); tests set it small so that every insert crosses chunks.
+ */
+typedef gi_status (*gi_cuda_store_set_insert_chunk_fn) (gi_store *store, uint32_t records);
+#define GI_CUDA_STORE_SET_INSERT_CHUNK "gi_cuda_store_set_insert_chunk"
+
+/*
+ * Benchmarks: time the device part of each mutation with CUDA events
+ * (uploads, kernels, patches; not the host-side planning), read back as
+ * the last insert's or delete's device milliseconds.
+ */
+typedef gi_status (*gi_cuda_store_set_timing_fn) (gi_store *store, bool on);
+#define GI_CUDA_STORE_SET_TIMING "gi_cuda_store_set_timing"
+typedef double (*gi_cuda_store_last_device_ms_fn) (gi_store *store);
+#define GI_CUDA_STORE_LAST_DEVICE_MS "gi_cuda_store_last_device_ms"
+
+/*
+ * Measured copy bandwidths in GB/s (bytes read + written for device to
+ * device, bytes moved for host to device), medians of several copies of
+ * `bytes`: the floors of the benchmarks are computed from these.
+ */
+typedef gi_status (*gi_cuda_bandwidth_fn) (size_t bytes, double *d2d,
+										   double *h2d_pageable, double *h2d_pinned);
+#define GI_CUDA_BANDWIDTH "gi_cuda_bandwidth"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GI_CUDA_TEST_H */
