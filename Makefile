@@ -32,7 +32,7 @@ CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=c
 NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -I$(srcdir)/src/store
 CU_SRCS = $(sort $(wildcard cuda/*.cu))
 CU_OBJS = $(CU_SRCS:.cu=.o)
-CU_HDRS = $(wildcard cuda/*.cuh cuda/*.h) src/store/gi_backend.h
+CU_HDRS = $(wildcard cuda/*.cuh cuda/*.h) src/store/gi_backend.h src/store/gi_kmeans.h
 EXTRA_CLEAN += cuda/*.o
 
 ifeq ($(GPUINDEX_CUDA),1)

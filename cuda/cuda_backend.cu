@@ -99,6 +99,9 @@ static const gi_backend_ops gi_cuda_ops = {
 	gi_cu_store_stats,
 	gi_cu_ivf_search,
 	gi_cu_store_set_limit,
+	gi_cu_kmeans_train,
+	gi_cu_kmeans_assign,
+	gi_cu_kmeans_release,
 };
 
 extern "C" const gi_backend_ops *

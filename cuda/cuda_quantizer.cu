@@ -38,7 +38,8 @@
 static cublasHandle_t gi_cu_cublas = NULL;
 static std::mutex gi_cu_cublas_mu;
 
-static gi_status
+/* the module's cuBLAS handle (also the k-means', cuda_kmeans.cu) */
+gi_status
 gi_cu_cublas_handle(cublasHandle_t *out)
 {
 	std::lock_guard<std::mutex> guard(gi_cu_cublas_mu);

@@ -296,4 +296,17 @@ extern gi_status gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc,
 							  uint32_t probes, const uint32_t **probe_lists);
 extern gi_status gi_cu_centroids(gi_store *s, const float *centroids, uint32_t dim);
 
+/* the module's one cuBLAS handle (created on first use; set its stream per call) */
+typedef struct cublasContext *cublasHandle_t;
+extern gi_status gi_cu_cublas_handle(cublasHandle_t *out);
+
+/* ---- cuda_kmeans.cu: k-means for CREATE INDEX (gi_backend.h kmeans_*) ---- */
+extern gi_status gi_cu_kmeans_train(const gi_kmeans_params *params, uint32_t n,
+									const float *samples, float *centroids,
+									uint32_t *nproduced);
+extern gi_status gi_cu_kmeans_assign(uint32_t nlists, uint32_t dim, gi_metric metric,
+									 const float *centroids, uint32_t n,
+									 const float *vectors, uint32_t *lists);
+extern void gi_cu_kmeans_release(void);
+
 #endif							/* GI_CUDA_STORE_H */

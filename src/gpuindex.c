@@ -30,6 +30,7 @@ void		_PG_init(void);
 int			gi_device_choice = GI_DEVICE_AUTO;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
+bool		gi_debug_service_kmeans = false;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GI_DEVICE_AUTO, false},
@@ -145,6 +146,21 @@ _PG_init(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	/*
+	 * Testing only: with the host backend, answer CREATE INDEX's k-means
+	 * requests in the device service (as the CUDA backend does) instead of
+	 * letting builds train in their own processes, so that a machine
+	 * without a GPU exercises that path (test/scenarios).
+	 */
+	DefineCustomBoolVariable("gpuindex.debug_service_kmeans",
+							 "Testing only: the host backend trains and assigns CREATE INDEX k-means in the device service.",
+							 NULL,
+							 &gi_debug_service_kmeans,
+							 false,
+							 process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuindex");
 

@@ -8,9 +8,20 @@
  * max(GPUIVF_SAMPLES_PER_LIST * lists, GPUIVF_MIN_SAMPLES) vectors, fewer
  * if maintenance_work_mem cannot hold them (but never fewer than lists).
  * k-means trains min(lists, sampled rows) centroids.  Pass 2 scans the
- * table again, assigns every row to its nearest centroid and feeds
- * (list, TID, vector) to a tuplesort, so that each list's chain is written
- * in one go, TIDs ascending.  Pages are written through shared buffers
+ * table again, assigns every row to its nearest centroid (in batches of
+ * about GPUIVF_CHUNK_BYTES) and feeds (list, TID, vector) to a tuplesort,
+ * so that each list's chain is written in one go, TIDs ascending.
+ *
+ * Where the k-means runs: the build asks the device service once
+ * (GI_REQ_KMEANS_BEGIN).  When its compute backend trains (CUDA), the
+ * sample goes to the service for training and every batch of pass 2 for
+ * assignment (GI_REQ_ASSIGN), both on the GPU.  Otherwise (the host
+ * backend) both run here, in the building backend, so that builds run in
+ * parallel instead of queueing in the service.  A device failure in the
+ * middle (out of device memory, a CUDA error, a service restart) makes
+ * the build finish the rest here, with a WARNING; the index is valid
+ * either way.  Both are deterministic for a given device: the same rows
+ * in the same order give the same index.  Pages are written through shared buffers
  * without WAL and logged as full-page images at the end
  * (log_newpage_range), the way other index builds do.  Finally the index
  * is loaded into the device service, so that it is resident at once.
@@ -31,6 +42,7 @@
 #include "miscadmin.h"
 #include "access/xloginsert.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -54,15 +66,30 @@ typedef struct GpuivfBuildState
 	double		nindexable;		/* rows seen that will be indexed */
 	pg_prng_state prng;
 
+	/* k-means on the device service's backend: its job, 0 when none */
+	uint64		job;
+
 	/* pass 2 */
 	uint32		lists;
 	float4	   *centroids;
 	float4	   *cnorms;
+	uint32		batch_cap;		/* rows per assignment batch */
+	uint32		batch_n;
+	float4	   *batch_vecs;		/* batch_cap * dim */
+	uint64	   *batch_keys;
+	uint32	   *batch_lists;
+	bytea	   *payload;		/* one row's vector for the sort */
 	Tuplesortstate *sort;
 	TupleDesc	sortdesc;
 	TupleTableSlot *slot;		/* into the sort (virtual) */
 	TupleTableSlot *outslot;	/* out of the sort (minimal tuples) */
 	double		indtuples;
+
+	/* phase timings (DEBUG1) and where the k-means ran */
+	instr_time	phase_start;
+	double		phase_ms[5];	/* sample, train, assign, write, load */
+	bool		trained_on_device;
+	bool		assigned_on_device;
 
 	MemoryContext buildcxt;		/* lives as long as the build */
 	MemoryContext tmpcxt;		/* reset after every row */
@@ -139,6 +166,202 @@ sample_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	MemoryContextReset(bs->tmpcxt);
 }
 
+/* ---- k-means on the device service's backend ---- */
+
+/* the build no longer needs its k-means job in the service */
+static void
+end_job(GpuivfBuildState *bs)
+{
+	GiReqArgs	args;
+
+	if (bs->job == 0)
+		return;
+	memset(&args, 0, sizeof(args));
+	args.job = bs->job;
+	bs->job = 0;
+	(void) gi_call_simple(GI_REQ_KMEANS_END, NULL, &args, NULL);
+}
+
+/* the service cannot do it (any more): note why, finish here */
+static void
+device_fallback(GpuivfBuildState *bs, GiCall *call, const char *what)
+{
+	if (call->reply == GI_REPLY_UNSUPPORTED && call->rargs.errmsg[0] != '\0')
+		ereport(WARNING,
+				(errmsg("gpuivf index \"%s\": %s continues in this backend",
+						RelationGetRelationName(bs->index), what),
+				 errdetail("%s", call->rargs.errmsg)));
+	else if (call->reply == GI_REPLY_NO_JOB)
+		ereport(WARNING,
+				(errmsg("gpuivf index \"%s\": %s continues in this backend",
+						RelationGetRelationName(bs->index), what),
+				 errdetail("The device service lost the build's k-means job (it was restarted).")));
+	else if (call->reply != GI_REPLY_UNSUPPORTED)
+		elog(ERROR, "unexpected gpuindex reply %d to a k-means request", (int) call->reply);
+	end_job(bs);
+}
+
+/* vectors of dim floats per request: about GPUIVF_CHUNK_BYTES */
+static uint32
+vectors_per_request(int dim)
+{
+	return (uint32) Max(GPUIVF_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
+}
+
+/*
+ * Train on the service's backend when it can: true with bs->lists and
+ * bs->centroids set and bs->job open for the assignment; false when the
+ * build must train itself.
+ */
+static bool
+device_kmeans(GpuivfBuildState *bs)
+{
+	GiCall		call;
+	uint32		per = vectors_per_request(bs->dim);
+	uint32		k;
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_KMEANS_BEGIN;
+	call.args.dim = bs->dim;
+	call.args.nlists = bs->lists_opt;
+	call.args.metric = bs->metric;
+	call.args.n = bs->nsamples;
+	call.args.iterations = GPUIVF_KMEANS_ITERATIONS;
+	call.args.seed = GPUIVF_SEED;
+	gi_call(&call);
+	if (call.reply != GI_REPLY_OK)
+	{
+		/* the usual answer of the host backend: quietly train here */
+		device_fallback(bs, &call, "k-means training");
+		return false;
+	}
+	bs->job = call.rargs.job;
+
+	for (uint32 off = 0; off < (uint32) bs->nsamples; off += per)
+	{
+		uint32		n = Min(per, (uint32) bs->nsamples - off);
+
+		memset(&call, 0, sizeof(call));
+		call.type = GI_REQ_KMEANS_DATA;
+		call.args.job = bs->job;
+		call.args.offset = off;
+		call.args.n = n;
+		call.in = bs->samples + (Size) off * bs->dim;
+		call.in_size = (Size) n * bs->dim * sizeof(float4);
+		gi_call(&call);
+		if (call.reply != GI_REPLY_OK)
+		{
+			device_fallback(bs, &call, "k-means training");
+			return false;
+		}
+	}
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_KMEANS_TRAIN;
+	call.args.job = bs->job;
+	gi_call(&call);
+	if (call.reply != GI_REPLY_OK)
+	{
+		device_fallback(bs, &call, "k-means training");
+		return false;
+	}
+	k = (uint32) call.rargs.count;
+	if (k > (uint32) bs->lists_opt)
+		elog(ERROR, "gpuindex k-means answered %u centroids for %d lists", k, bs->lists_opt);
+
+	for (uint32 off = 0; off < k; off += per)
+	{
+		uint32		n = Min(per, k - off);
+		Size		bytes = (Size) n * bs->dim * sizeof(float4);
+
+		memset(&call, 0, sizeof(call));
+		call.type = GI_REQ_KMEANS_RESULT;
+		call.args.job = bs->job;
+		call.args.offset = off;
+		call.args.n = n;
+		call.out_capacity = bytes;
+		gi_call(&call);
+		if (call.reply != GI_REPLY_OK)
+		{
+			device_fallback(bs, &call, "k-means training");
+			return false;
+		}
+		if (call.rargs.out_size != bytes || call.out == NULL)
+			elog(ERROR, "gpuindex k-means result: %llu bytes, expected %zu",
+				 (unsigned long long) call.rargs.out_size, bytes);
+		memcpy(bs->centroids + (Size) off * bs->dim, call.out, bytes);
+		pfree(call.out);
+	}
+	bs->lists = k;
+	return true;
+}
+
+/* the nearest lists of the batch on the service's backend; false: do it here */
+static bool
+device_assign(GpuivfBuildState *bs)
+{
+	GiCall		call;
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_ASSIGN;
+	call.args.job = bs->job;
+	call.args.dim = bs->dim;
+	call.args.n = bs->batch_n;
+	call.in = bs->batch_vecs;
+	call.in_size = (Size) bs->batch_n * bs->dim * sizeof(float4);
+	call.out_capacity = (Size) bs->batch_n * sizeof(uint32);
+	gi_call(&call);
+	if (call.reply != GI_REPLY_OK)
+	{
+		device_fallback(bs, &call, "k-means assignment");
+		return false;
+	}
+	if (call.rargs.out_size != (Size) bs->batch_n * sizeof(uint32) || call.out == NULL)
+		elog(ERROR, "gpuindex assignment answered %llu bytes for %u rows",
+			 (unsigned long long) call.rargs.out_size, bs->batch_n);
+	memcpy(bs->batch_lists, call.out, (Size) bs->batch_n * sizeof(uint32));
+	pfree(call.out);
+	for (uint32 i = 0; i < bs->batch_n; i++)
+		if (bs->batch_lists[i] >= bs->lists)
+			elog(ERROR, "gpuindex assignment named list %u of %u",
+				 bs->batch_lists[i], bs->lists);
+	return true;
+}
+
+/* give the rows of the batch their lists and feed them to the sort */
+static void
+flush_batch(GpuivfBuildState *bs)
+{
+	if (bs->batch_n == 0)
+		return;
+	if (bs->job == 0 || !device_assign(bs))
+	{
+		for (uint32 i = 0; i < bs->batch_n; i++)
+		{
+			bs->batch_lists[i] = gpuivf_nearest_list(bs->centroids, bs->cnorms, bs->lists,
+													 bs->dim, bs->metric,
+													 bs->batch_vecs + (Size) i * bs->dim);
+			if ((i & 255) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+	}
+	for (uint32 i = 0; i < bs->batch_n; i++)
+	{
+		memcpy(VARDATA(bs->payload), bs->batch_vecs + (Size) i * bs->dim,
+			   bs->dim * sizeof(float4));
+		ExecClearTuple(bs->slot);
+		bs->slot->tts_values[0] = Int32GetDatum((int32) bs->batch_lists[i]);
+		bs->slot->tts_values[1] = Int64GetDatum((int64) bs->batch_keys[i]);
+		bs->slot->tts_values[2] = PointerGetDatum(bs->payload);
+		bs->slot->tts_isnull[0] = bs->slot->tts_isnull[1] = bs->slot->tts_isnull[2] = false;
+		ExecStoreVirtualTuple(bs->slot);
+		tuplesort_puttupleslot(bs->sort, bs->slot);
+	}
+	bs->indtuples += bs->batch_n;
+	bs->batch_n = 0;
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) bs->indtuples);
+}
+
 static void
 assign_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 				bool tupleIsAlive, void *state)
@@ -155,27 +378,15 @@ assign_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	vec = build_row_floats(bs, values[0], &dim);
 	if (vec != NULL)
 	{
-		uint32		list = gpuivf_nearest_list(bs->centroids, bs->cnorms, bs->lists,
-											   dim, bs->metric, vec);
-		bytea	   *payload = palloc(VARHDRSZ + dim * sizeof(float4));
-
-		SET_VARSIZE(payload, VARHDRSZ + dim * sizeof(float4));
-		memcpy(VARDATA(payload), vec, dim * sizeof(float4));
-
-		ExecClearTuple(bs->slot);
-		bs->slot->tts_values[0] = Int32GetDatum((int32) list);
-		bs->slot->tts_values[1] = Int64GetDatum((int64) gi_tid_to_key(ItemPointerGetBlockNumber(tid),
-																		ItemPointerGetOffsetNumber(tid)));
-		bs->slot->tts_values[2] = PointerGetDatum(payload);
-		bs->slot->tts_isnull[0] = bs->slot->tts_isnull[1] = bs->slot->tts_isnull[2] = false;
-		ExecStoreVirtualTuple(bs->slot);
-		tuplesort_puttupleslot(bs->sort, bs->slot);
-
-		bs->indtuples += 1;
-		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) bs->indtuples);
+		memcpy(bs->batch_vecs + (Size) bs->batch_n * dim, vec, dim * sizeof(float4));
+		bs->batch_keys[bs->batch_n] = gi_tid_to_key(ItemPointerGetBlockNumber(tid),
+													ItemPointerGetOffsetNumber(tid));
+		bs->batch_n++;
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(bs->tmpcxt);
+	if (bs->batch_n == bs->batch_cap)
+		flush_batch(bs);
 }
 
 /* metapage and list-info pages (centroids, empty chains) */
@@ -359,6 +570,18 @@ begin_sort(GpuivfBuildState *bs)
 									maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
+/* end of a phase: its milliseconds into bs->phase_ms[i] */
+static void
+phase_done(GpuivfBuildState *bs, int i)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, bs->phase_start);
+	bs->phase_ms[i] = INSTR_TIME_GET_MILLISEC(now);
+	INSTR_TIME_SET_CURRENT(bs->phase_start);
+}
+
 IndexBuildResult *
 gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -386,8 +609,10 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* pass 1 */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_SAMPLE);
+	INSTR_TIME_SET_CURRENT(bs.phase_start);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   sample_callback, &bs, NULL);
+	phase_done(&bs, 0);
 
 	/* train */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_KMEANS);
@@ -395,10 +620,14 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	{
 		bs.centroids = palloc_extended((Size) bs.lists_opt * bs.dim * sizeof(float4),
 									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		bs.lists = gpuivf_kmeans(bs.samples, bs.nsamples, bs.dim, bs.lists_opt,
-								 bs.metric, bs.centroids);
+		bs.trained_on_device = device_kmeans(&bs);
+		if (!bs.trained_on_device)
+			bs.lists = gpuivf_kmeans(bs.samples, bs.nsamples, bs.dim, bs.lists_opt,
+									 bs.metric, bs.centroids);
 		pfree(bs.samples);
 		bs.samples = NULL;
+		if (bs.lists == 0)
+			end_job(&bs);		/* nothing to assign */
 	}
 	if (bs.lists > 0 && bs.lists < (uint32) bs.lists_opt)
 		ereport(NOTICE,
@@ -407,6 +636,8 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				 errdetail("The table has only %.0f indexable rows.", bs.nindexable),
 				 errhint("REINDEX once the table holds more rows than lists.")));
 
+	phase_done(&bs, 1);
+
 	write_meta_and_lists(&bs, MAIN_FORKNUM);
 
 	if (bs.lists > 0)
@@ -414,12 +645,23 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		/* pass 2 */
 		bs.cnorms = palloc(sizeof(float4) * bs.lists);
 		gpuivf_centroid_norms(bs.centroids, bs.lists, bs.dim, bs.cnorms);
+		bs.batch_cap = vectors_per_request(bs.dim);
+		bs.batch_vecs = palloc_extended((Size) bs.batch_cap * bs.dim * sizeof(float4),
+										MCXT_ALLOC_HUGE);
+		bs.batch_keys = palloc(sizeof(uint64) * bs.batch_cap);
+		bs.batch_lists = palloc(sizeof(uint32) * bs.batch_cap);
+		bs.payload = palloc(VARHDRSZ + bs.dim * sizeof(float4));
+		SET_VARSIZE(bs.payload, VARHDRSZ + bs.dim * sizeof(float4));
 		begin_sort(&bs);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_ASSIGN);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) bs.nindexable);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
 		reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 										   assign_callback, &bs, NULL);
+		flush_batch(&bs);
+		bs.assigned_on_device = bs.job != 0;
+		end_job(&bs);
+		phase_done(&bs, 2);
 
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_WRITE);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) bs.indtuples);
@@ -430,14 +672,26 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		ExecDropSingleTupleTableSlot(bs.slot);
 		ExecDropSingleTupleTableSlot(bs.outslot);
 	}
-
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0, RelationGetNumberOfBlocks(index), true);
+	phase_done(&bs, 3);
 
 	/* resident at once; replaces the store of the old pages (REINDEX) */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_LOAD);
 	gpuivf_remember_built(index);
 	gpuivf_load_or_drop(index);
+
+	phase_done(&bs, 4);
+	ereport(DEBUG1,
+			(errmsg("gpuivf build of \"%s\": %.0f rows, %d samples, %u lists; "
+					"sample %.1f ms, k-means %.1f ms (%s), assign %.1f ms (%s), "
+					"sort and write %.1f ms, load %.1f ms",
+					RelationGetRelationName(index), bs.indtuples, bs.nsamples, bs.lists,
+					bs.phase_ms[0], bs.phase_ms[1],
+					bs.trained_on_device ? "device service" : "this backend",
+					bs.phase_ms[2],
+					bs.assigned_on_device ? "device service" : "this backend",
+					bs.phase_ms[3], bs.phase_ms[4])));
 
 	MemoryContextDelete(bs.tmpcxt);
 

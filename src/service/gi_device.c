@@ -14,9 +14,38 @@
 #include "miscadmin.h"
 
 #include "gi_service.h"
+#include "host_store.h"
 
 const gi_backend_ops *gi_ops = NULL;
 char		gi_ops_unavailable[256];
+
+/*
+ * gpuindex.debug_service_kmeans: the host backend with kmeans entries, so
+ * that CREATE INDEX's k-means requests take the path they take with CUDA.
+ */
+static gi_backend_ops gi_host_ops_kmeans;
+
+static gi_status
+host_kmeans_train(const gi_kmeans_params *params, uint32_t n, const float *samples,
+				  float *centroids, uint32_t *nproduced)
+{
+	size_t		bytes = (size_t) n * params->dim * sizeof(float);
+	float	   *copy = malloc(bytes > 0 ? bytes : 1);
+	void	   *ws = malloc(gi_host_kmeans_workspace(n, params->dim, params->nlists));
+
+	if (copy == NULL || ws == NULL)
+	{
+		free(copy);
+		free(ws);
+		gi_host_set_error("out of memory for k-means of %u samples", n);
+		return GI_ERR_NOMEM;
+	}
+	memcpy(copy, samples, bytes);
+	*nproduced = gi_host_kmeans_train(params, n, copy, centroids, ws, NULL, NULL);
+	free(copy);
+	free(ws);
+	return GI_OK;
+}
 
 /* the CUDA backend, or NULL with the reason in why */
 static const gi_backend_ops *
@@ -69,6 +98,13 @@ gi_device_init(void)
 	{
 		case GI_DEVICE_CPU:
 			gi_ops = gi_host_backend();
+			if (gi_debug_service_kmeans)
+			{
+				gi_host_ops_kmeans = *gi_ops;
+				gi_host_ops_kmeans.kmeans_train = host_kmeans_train;
+				gi_host_ops_kmeans.kmeans_assign = gi_host_kmeans_assign;
+				gi_ops = &gi_host_ops_kmeans;
+			}
 			break;
 		case GI_DEVICE_CUDA:
 			gi_ops = load_cuda(why, sizeof(why));

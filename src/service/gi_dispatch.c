@@ -637,6 +637,7 @@ gi_dispatch_round(GiWork *work, int nwork)
 	GiWork	  **order;
 	int			i;
 
+	gi_kmeans_maintain();
 	if (nwork == 0)
 		return;
 
@@ -668,6 +669,15 @@ gi_dispatch_round(GiWork *work, int nwork)
 			case GI_REQ_LOAD_END:
 				if (check_ops(w))
 					handle_load_end(w);
+				break;
+			case GI_REQ_KMEANS_BEGIN:
+			case GI_REQ_KMEANS_DATA:
+			case GI_REQ_KMEANS_TRAIN:
+			case GI_REQ_KMEANS_RESULT:
+			case GI_REQ_ASSIGN:
+			case GI_REQ_KMEANS_END:
+				if (check_ops(w))
+					gi_kmeans_handle(w);
 				break;
 			case GI_REQ_INSERT:
 			case GI_REQ_LOAD_CHUNK:

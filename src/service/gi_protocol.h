@@ -39,6 +39,22 @@ typedef enum GiReqType
 	GI_REQ_DELETE,				/* in: uint64 keys[n] */
 	GI_REQ_DROP,				/* forget the store (DROP INDEX) */
 	GI_REQ_SEARCH,				/* in: float queries[n][dim]; out: GiSearchLayout */
+
+	/*
+	 * k-means for CREATE INDEX on the service's compute backend (CUDA),
+	 * as a job owned by the requesting backend (see gi_kmeans.c).
+	 * KMEANS_BEGIN is the question "do you train?": UNSUPPORTED when the
+	 * backend has no kmeans entries (the host backend: the build trains in
+	 * its own process, in parallel with other builds).
+	 */
+	GI_REQ_KMEANS_BEGIN,		/* args: dim, nlists, metric, n samples,
+								 * iterations, seed; answer: rargs.job */
+	GI_REQ_KMEANS_DATA,			/* args: job, offset, n; in: float[n][dim] */
+	GI_REQ_KMEANS_TRAIN,		/* args: job; answer: rargs.count centroids */
+	GI_REQ_KMEANS_RESULT,		/* args: job, offset, n; out: float[n][dim] */
+	GI_REQ_ASSIGN,				/* args: job, dim, n; in: float[n][dim];
+								 * out: uint32 lists[n] (nearest centroid) */
+	GI_REQ_KMEANS_END,			/* args: job; frees it */
 	GI_REQ_NTYPES
 } GiReqType;
 
@@ -51,7 +67,13 @@ typedef enum GiReply
 	GI_REPLY_ALREADY_LOADED,	/* LOAD_BEGIN found it ready */
 	GI_REPLY_TOO_SMALL,			/* answer needs rargs.out_needed bytes */
 	GI_REPLY_RESTARTED,			/* service restarted mid-request: resubmit */
-	GI_REPLY_ERROR				/* rargs.sqlstate + rargs.errmsg */
+	GI_REPLY_ERROR,				/* rargs.sqlstate + rargs.errmsg */
+	GI_REPLY_UNSUPPORTED,		/* the compute backend does not do this, or
+								 * failed to (device out of memory, device
+								 * error: rargs.errmsg says why): the
+								 * requester does it itself */
+	GI_REPLY_NO_JOB				/* the k-means job is gone (service
+								 * restarted): the requester does it itself */
 } GiReply;
 
 /* kinds of store the service knows how to search */
@@ -79,6 +101,10 @@ typedef struct GiReqArgs
 	uint32		k;				/* SEARCH */
 	uint32		probes;			/* SEARCH */
 	uint64		load_token;		/* LOAD_CHUNK, LOAD_END */
+	uint32		iterations;		/* KMEANS_BEGIN */
+	uint64		seed;			/* KMEANS_BEGIN */
+	uint64		job;			/* KMEANS_*, ASSIGN: from KMEANS_BEGIN */
+	uint64		offset;			/* KMEANS_DATA, KMEANS_RESULT: first vector */
 } GiReqArgs;
 
 typedef struct GiRespArgs
@@ -87,7 +113,8 @@ typedef struct GiRespArgs
 	uint64		out_size;		/* bytes of payload written back */
 	uint64		out_needed;		/* GI_REPLY_TOO_SMALL: bytes required */
 	uint64		load_token;		/* LOAD_BEGIN: token for chunks and end */
-	int			sqlstate;		/* GI_REPLY_ERROR */
+	uint64		job;			/* KMEANS_BEGIN: the job's token */
+	int			sqlstate;		/* GI_REPLY_ERROR (and UNSUPPORTED: why) */
 	char		errmsg[GI_ERRMSG_LEN];
 } GiRespArgs;
 

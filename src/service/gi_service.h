@@ -27,6 +27,7 @@ typedef enum GiDeviceChoice
 extern int	gi_device_choice;
 extern int	gi_memory_limit_mb;
 extern int	gi_batch_linger_us;
+extern bool gi_debug_service_kmeans;
 
 /* ---- compute backend (gi_device.c) ---- */
 
@@ -96,6 +97,10 @@ typedef struct GiWork
 } GiWork;
 
 extern void gi_dispatch_round(GiWork *work, int nwork);
+
+/* k-means jobs of CREATE INDEX (gi_kmeans.c) */
+extern void gi_kmeans_handle(GiWork *w);
+extern void gi_kmeans_maintain(void);
 
 /* answer helpers */
 extern void gi_reply(GiWork *w, GiReply reply);

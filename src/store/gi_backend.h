@@ -88,6 +88,27 @@ typedef enum gi_metric
 	GI_METRIC_COSINE = 2		/* 1 - cosine similarity */
 } gi_metric;
 
+/*
+ * k-means for CREATE INDEX (the optional kmeans_* entries below).  The
+ * algorithm is the access method's (src/am/gpuivf_kmeans.c, reference in
+ * src/store/host_kmeans.c): L2 is plain k-means on squared L2; IP and
+ * cosine are spherical k-means (zero samples dropped, samples normalised,
+ * similarity the dot product, every centroid the normalised mean of its
+ * members).  k-means++ seeding (D^2 sampling) with the PRNG of
+ * gi_kmeans.h seeded with `seed`, then at most `iterations` Lloyd
+ * iterations, stopping early when no assignment changes; an empty cluster
+ * keeps its previous centroid.  min(nlists, usable samples) centroids are
+ * produced.
+ */
+typedef struct gi_kmeans_params
+{
+	uint32_t	dim;
+	uint32_t	nlists;			/* centroids wanted, >= 1 */
+	uint32_t	iterations;		/* Lloyd iterations at most */
+	uint32_t	metric;			/* gi_metric */
+	uint64_t	seed;
+} gi_kmeans_params;
+
 /* one search hit: key of the record and its distance */
 typedef struct gi_hit
 {
@@ -155,6 +176,35 @@ typedef struct gi_backend_ops
 	 * what the others leave before every mutation batch.  May be NULL.
 	 */
 	void		(*store_set_limit) (gi_store *store, uint64_t memory_limit);
+
+	/*
+	 * Optional k-means for CREATE INDEX (NULL: not supported; the access
+	 * method then trains and assigns in the backend process, as it always
+	 * does with the host backend, so that builds run in parallel).
+	 *
+	 * kmeans_train: train on n samples (n * params->dim floats, row-major,
+	 * not modified) as described at gi_kmeans_params; writes *nproduced
+	 * centroids (0 when no sample is usable) to centroids (room for
+	 * params->nlists * dim floats).  Deterministic: the same samples and
+	 * params give the same centroids on the same device.
+	 *
+	 * kmeans_assign: for each of n vectors the nearest of nlists centroids,
+	 * ranked exactly as the IVF search ranks lists to probe: by (double
+	 * centroid distance under `metric`, list number), the distance being
+	 * the host's (host_ivf.c: double sums in dimension order; cosine +Inf
+	 * for a zero norm; NaN ranks as +Inf).
+	 *
+	 * kmeans_release: free whatever the two keep cached between calls
+	 * (device copies of centroids, scratch); called when no build needs
+	 * them any more.  May be NULL.
+	 */
+	gi_status	(*kmeans_train) (const gi_kmeans_params *params, uint32_t n,
+								 const float *samples, float *centroids,
+								 uint32_t *nproduced);
+	gi_status	(*kmeans_assign) (uint32_t nlists, uint32_t dim, gi_metric metric,
+								  const float *centroids, uint32_t n,
+								  const float *vectors, uint32_t *lists);
+	void		(*kmeans_release) (void);
 } gi_backend_ops;
 
 /* the host backend, always present */

@@ -411,3 +411,50 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 	free(lists.v);
 	return GI_OK;
 }
+
+/*
+ * The nearest list of each vector, ranked exactly as the search above
+ * ranks the lists to probe: (double centroid distance, list number), NaN
+ * as +Inf.  The reference of the kmeans_assign entry (gi_backend.h); the
+ * host backend itself leaves that entry empty (the access method assigns
+ * in the building backend).
+ */
+gi_status
+gi_host_kmeans_assign(uint32_t nlists, uint32_t dim, gi_metric metric,
+					  const float *centroids, uint32_t n, const float *vectors,
+					  uint32_t *lists)
+{
+	uint32_t	i;
+
+	if (nlists == 0 || dim == 0 || (n > 0 && (centroids == NULL || vectors == NULL ||
+											  lists == NULL)) ||
+		(metric != GI_METRIC_L2 && metric != GI_METRIC_IP && metric != GI_METRIC_COSINE))
+	{
+		gi_host_set_error("kmeans_assign: invalid arguments");
+		return GI_ERR_INVALID;
+	}
+	for (i = 0; i < n; i++)
+	{
+		const float *x = vectors + (size_t) i * dim;
+		double		xnorm2 = metric == GI_METRIC_COSINE ? gi_host_norm2(x, dim) : 0.0;
+		double		best = INFINITY;
+		uint32_t	bestl = 0;
+		uint32_t	l;
+
+		for (l = 0; l < nlists; l++)
+		{
+			double		d = gi_host_vec_distance(metric, dim, x, xnorm2,
+												 centroids + (size_t) l * dim);
+
+			if (isnan(d))
+				d = INFINITY;
+			if (d < best)
+			{
+				best = d;
+				bestl = l;
+			}
+		}
+		lists[i] = bestl;
+	}
+	return GI_OK;
+}

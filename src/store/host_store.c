@@ -833,6 +833,12 @@ static const gi_backend_ops gi_host_ops = {
 	.store_stats = gi_host_store_stats,
 	.ivf_search = gi_host_ivf_search,
 	.store_set_limit = gi_host_store_set_limit,
+	/*
+	 * No kmeans_* entries: with the host backend every CREATE INDEX trains
+	 * and assigns in its own backend process (gi_host_kmeans_train, called
+	 * by the access method), in parallel with other builds, instead of
+	 * queueing in the one service process.
+	 */
 };
 
 const gi_backend_ops *

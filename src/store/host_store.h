@@ -107,6 +107,45 @@ extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
 									uint32_t probes, uint32_t k,
 									gi_hit *hits, uint32_t *found);
 
+/*
+ * k-means on the host (host_kmeans.c; the algorithm is described at
+ * gi_kmeans_params in gi_backend.h).  The access method trains with it in
+ * the building backend; the GPU tests compare the CUDA module with it.
+ *
+ * gi_host_kmeans_train prepares the samples in place (spherical metrics:
+ * zero vectors dropped, the rest normalised and packed at the front),
+ * writes the centroids (room for params->nlists * dim floats) and returns
+ * how many it produced: min(nlists, usable samples), 0 when none is
+ * usable.  It allocates nothing: workspace must hold
+ * gi_host_kmeans_workspace(nsamples, dim, nlists) bytes.  check (may be
+ * NULL) is called regularly and may leave by longjmp.
+ */
+typedef void (*gi_host_kmeans_check_fn) (void *arg);
+extern size_t gi_host_kmeans_workspace(uint32_t nsamples, uint32_t dim,
+									   uint32_t nlists);
+extern uint32_t gi_host_kmeans_train(const gi_kmeans_params *params,
+									 uint32_t nsamples, float *samples,
+									 float *centroids, void *workspace,
+									 gi_host_kmeans_check_fn check, void *arg);
+
+/*
+ * The k-means objective of prepared samples (as gi_host_kmeans_train
+ * leaves them) for k centroids, in double: the sum over samples of the
+ * squared L2 distance (L2) or 1 - dot (spherical) to the nearest centroid.
+ */
+extern double gi_host_kmeans_objective(gi_metric metric, uint32_t dim,
+									   const float *samples, uint32_t n,
+									   const float *centroids, uint32_t k);
+
+/*
+ * Reference of the kmeans_assign entry (host_ivf.c): the nearest list of
+ * each vector ranked like the search's choice of lists to probe.
+ */
+extern gi_status gi_host_kmeans_assign(uint32_t nlists, uint32_t dim,
+									   gi_metric metric, const float *centroids,
+									   uint32_t n, const float *vectors,
+									   uint32_t *lists);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The CUDA backend's own tests on a GPU host (no PostgreSQL needed):
-# the differential test against the host backend (test_cuda_backend.c),
+# the differential test against the host backend (test_cuda_backend.c,
+# including k-means training and assignment),
 # then the same under compute-sanitizer memcheck and racecheck (shorter
 # runs: the sanitizers slow kernels down by 10-100x).
 #
@@ -50,6 +51,9 @@ if command -v compute-sanitizer >/dev/null; then
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "random differential, 1-slab"
 	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-largek "$t_race" env GI_TEST_SCALE=0.05 \
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "large k"
+	# k-means: block scans and reductions of the k-means++ pick, the update
+	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-kmeans "$t_race" env GI_TEST_SCALE=0.05 \
+		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "k-means"
 else
 	summary+="sanitizers: compute-sanitizer not found, skipped"$'\n'
 fi

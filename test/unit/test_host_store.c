@@ -1451,6 +1451,207 @@ test_ivf_search_small(void **state)
 	ops->store_destroy(s);
 }
 
+/* ---- k-means (host_kmeans.c, gi_kmeans.h) --------------------------------- */
+
+#include "gi_kmeans.h"
+
+/*
+ * gi_kmeans.h's PRNG must be PostgreSQL's pg_prng draw for draw (the
+ * access method's centroids did not change when the k-means moved out of
+ * the server code).  Values printed by PostgreSQL 15's pg_prng_seed /
+ * pg_prng_uint64_range / pg_prng_double (libpgcommon).
+ */
+static void
+test_prng_matches_pg_prng(void **state)
+{
+	gi_prng		s;
+
+	(void) state;
+	gi_prng_seed(&s, UINT64_C(0x67707569766653));
+	assert_int_equal(gi_prng_u64_range(&s, 0, 51199), 25882);
+	assert_true(gi_prng_double(&s) == 0.50514710298560384);
+	assert_int_equal(gi_prng_u64_range(&s, 0, 2), 1);
+	assert_int_equal(gi_prng_u64_range(&s, 5, 5), 5);
+	assert_true(gi_prng_u64_range(&s, 0, UINT64_MAX) == UINT64_C(10348312315983046457));
+	assert_true(gi_prng_double(&s) == 0.4415061578035977);
+	gi_prng_seed(&s, 0);
+	assert_int_equal(gi_prng_u64_range(&s, 0, 999), 891);
+	assert_true(gi_prng_double(&s) == 0.42656972610760602);
+}
+
+static uint32_t
+km_train(gi_metric metric, uint32_t n, uint32_t dim, uint32_t lists, uint32_t iters,
+		 const float *samples, float *centroids)
+{
+	gi_kmeans_params p;
+	float	   *copy = malloc(sizeof(float) * n * dim + 1);
+	void	   *ws = malloc(gi_host_kmeans_workspace(n, dim, lists));
+	uint32_t	k;
+
+	assert_non_null(copy);
+	assert_non_null(ws);
+	memcpy(copy, samples, sizeof(float) * n * dim);
+	memset(&p, 0, sizeof(p));
+	p.dim = dim;
+	p.nlists = lists;
+	p.iterations = iters;
+	p.metric = metric;
+	p.seed = 42;
+	k = gi_host_kmeans_train(&p, n, copy, centroids, ws, NULL, NULL);
+	free(copy);
+	free(ws);
+	return k;
+}
+
+static int	km_checks;
+
+static void
+km_check(void *arg)
+{
+	(void) arg;
+	km_checks++;
+}
+
+static void
+test_host_kmeans(void **state)
+{
+	enum
+	{
+		N = 2000, DIM = 6, K = 4
+	};
+	static const float centre[K][DIM] = {
+		{10, 0, 0, 0, 0, 0}, {0, 10, 0, 0, 0, 0}, {0, 0, 10, 0, 0, 0}, {0, 0, 0, 10, 0, 0}
+	};
+	float	   *x = malloc(sizeof(float) * N * DIM);
+	float	   *c1 = malloc(sizeof(float) * N * DIM);
+	float	   *c2 = malloc(sizeof(float) * N * DIM);
+	gi_kmeans_params p;
+	void	   *ws;
+	uint32_t	i;
+	uint32_t	j;
+	uint32_t	k;
+
+	(void) state;
+	rng_seed(7);
+	for (i = 0; i < N; i++)
+		for (j = 0; j < DIM; j++)
+			x[i * DIM + j] = centre[i % K][j] + (float) ((rng_next() % 2001) / 1000.0 - 1.0) * 0.5f;
+
+	/* four tight clusters, four lists: one centroid in each cluster */
+	assert_int_equal(km_train(GI_METRIC_L2, N, DIM, K, 10, x, c1), K);
+	for (uint32_t c = 0; c < K; c++)
+	{
+		int			near = 0;
+
+		for (uint32_t t = 0; t < K; t++)
+		{
+			double		d = 0;
+
+			for (j = 0; j < DIM; j++)
+				d += (c1[c * DIM + j] - centre[t][j]) * (c1[c * DIM + j] - centre[t][j]);
+			near += d < 0.1;
+		}
+		assert_int_equal(near, 1);
+	}
+	/* deterministic */
+	assert_int_equal(km_train(GI_METRIC_L2, N, DIM, K, 10, x, c2), K);
+	assert_memory_equal(c1, c2, sizeof(float) * K * DIM);
+	/* the objective is the members' spread: 4 dims... */
+	assert_true(gi_host_kmeans_objective(GI_METRIC_L2, DIM, x, N, c1, K) < N * DIM * 0.25 * 0.5);
+
+	/* more lists than samples: one per sample; zero iterations: samples */
+	assert_int_equal(km_train(GI_METRIC_L2, 5, DIM, 32, 0, x, c1), 5);
+	for (uint32_t c = 0; c < 5; c++)
+	{
+		bool		found = false;
+
+		for (i = 0; i < 5; i++)
+			found |= memcmp(c1 + c * DIM, x + i * DIM, sizeof(float) * DIM) == 0;
+		assert_true(found);
+	}
+
+	/* identical samples: every D^2 is 0, duplicates are fine */
+	for (i = 0; i < 50; i++)
+		for (j = 0; j < DIM; j++)
+			c2[i * DIM + j] = 1.5f;
+	assert_int_equal(km_train(GI_METRIC_L2, 50, DIM, 4, 10, c2, c1), 4);
+	for (i = 0; i < 4 * DIM; i++)
+		assert_true(c1[i] == 1.5f);
+
+	/* spherical: zero samples dropped, unit centroids */
+	memcpy(c2, x, sizeof(float) * N * DIM);
+	for (i = 0; i < N; i += 3)
+		for (j = 0; j < DIM; j++)
+			c2[i * DIM + j] = 0.0f;
+	memset(&p, 0, sizeof(p));
+	p.dim = DIM;
+	p.nlists = 3000;
+	p.iterations = 10;
+	p.metric = GI_METRIC_COSINE;
+	p.seed = 1;
+	ws = malloc(gi_host_kmeans_workspace(N, DIM, 3000));
+	km_checks = 0;
+	k = gi_host_kmeans_train(&p, N, c2, c1, ws, km_check, NULL);
+	assert_int_equal(k, N - (N + 2) / 3);
+	assert_true(km_checks > 0);
+	for (uint32_t c = 0; c < k; c++)
+	{
+		double		nn = 0;
+
+		for (j = 0; j < DIM; j++)
+			nn += (double) c1[c * DIM + j] * c1[c * DIM + j];
+		assert_true(fabs(sqrt(nn) - 1.0) < 1e-5);
+	}
+	/* all zero: nothing to train */
+	memset(c2, 0, sizeof(float) * 10 * DIM);
+	assert_int_equal(gi_host_kmeans_train(&p, 10, c2, c1, ws, NULL, NULL), 0);
+	free(ws);
+	free(x);
+	free(c1);
+	free(c2);
+}
+
+/* the reference assignment: (double distance, list), NaN last */
+static void
+test_host_kmeans_assign(void **state)
+{
+	enum
+	{
+		DIM = 3
+	};
+	/* lists 1 and 3 are the same point: ties go to 1 */
+	static const float cent[5][DIM] = {{0, 0, 0}, {1, 1, 1}, {-1, 0, 0}, {1, 1, 1}, {0, 0, 5}};
+	static const float vec[4][DIM] = {{0.9f, 1, 1}, {0, 0, 4}, {-0.4f, 0, 0}, {0, 0, 0}};
+	uint32_t	lists[4];
+
+	(void) state;
+	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
+										   lists), GI_OK);
+	assert_int_equal(lists[0], 1);
+	assert_int_equal(lists[1], 4);
+	assert_int_equal(lists[2], 0);
+	assert_int_equal(lists[3], 0);
+	/* IP: largest dot; the zero vector ties everywhere: list 0 */
+	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_IP, &cent[0][0], 4, &vec[0][0],
+										   lists), GI_OK);
+	assert_int_equal(lists[0], 4);	/* 5 beats 2.9 */
+	assert_int_equal(lists[1], 4);
+	assert_int_equal(lists[2], 2);
+	assert_int_equal(lists[3], 0);
+	/* cosine: centroid 0 has no direction (+Inf) */
+	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_COSINE, &cent[0][0], 4, &vec[0][0],
+										   lists), GI_OK);
+	assert_int_equal(lists[0], 1);
+	assert_int_equal(lists[1], 4);
+	assert_int_equal(lists[2], 2);
+	assert_int_equal(lists[3], 0);
+	assert_int_equal(gi_host_kmeans_assign(0, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
+										   lists), GI_ERR_INVALID);
+	/* the host backend leaves the kmeans entries empty: builds train locally */
+	assert_null(ops->kmeans_train);
+	assert_null(ops->kmeans_assign);
+}
+
 int
 main(void)
 {
@@ -1472,6 +1673,9 @@ main(void)
 		cmocka_unit_test(test_random_differential_unique),
 		cmocka_unit_test(test_ivf_search),
 		cmocka_unit_test(test_ivf_search_small),
+		cmocka_unit_test(test_prng_matches_pg_prng),
+		cmocka_unit_test(test_host_kmeans),
+		cmocka_unit_test(test_host_kmeans_assign),
 	};
 
 	ops = gi_host_backend();

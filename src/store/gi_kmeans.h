@@ -1,0 +1,159 @@
+/*
+ * gi_kmeans.h
+ *		Pieces of the CREATE INDEX k-means that every implementation must
+ *		share exactly: the seeded PRNG and the preparation of the samples.
+ *
+ * Header-only plain C (static inline), included by the host reference
+ * (host_kmeans.c, which the access method runs) and by the CUDA module
+ * (cuda/cuda_kmeans.cu, whose k-means++ draws run in a device kernel: the
+ * functions are __host__ __device__ there).
+ *
+ * The PRNG is PostgreSQL's pg_prng (src/common/pg_prng.c, xoroshiro128**
+ * seeded through splitmix64), reproduced draw for draw so that the
+ * access method's centroids did not change when its k-means moved out of
+ * the server code: gi_prng_seed, gi_prng_u64_range and gi_prng_double
+ * return exactly what pg_prng_seed, pg_prng_uint64_range and
+ * pg_prng_double return (test/unit checks known values).
+ */
+#ifndef GI_KMEANS_H
+#define GI_KMEANS_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define GI_KM_HD __host__ __device__
+#else
+#define GI_KM_HD
+#endif
+
+typedef struct gi_prng
+{
+	uint64_t	s0;
+	uint64_t	s1;
+} gi_prng;
+
+static inline GI_KM_HD uint64_t
+gi_prng_rotl(uint64_t x, int bits)
+{
+	return (x << bits) | (x >> (64 - bits));
+}
+
+static inline GI_KM_HD uint64_t
+gi_prng_next(gi_prng *st)
+{
+	uint64_t	s0 = st->s0;
+	uint64_t	sx = st->s1 ^ s0;
+	uint64_t	val = gi_prng_rotl(s0 * 5, 7) * 9;
+
+	st->s0 = gi_prng_rotl(s0, 24) ^ sx ^ (sx << 16);
+	st->s1 = gi_prng_rotl(sx, 37);
+	return val;
+}
+
+static inline GI_KM_HD uint64_t
+gi_prng_splitmix64(uint64_t *state)
+{
+	uint64_t	val = (*state += UINT64_C(0x9E3779B97f4A7C15));
+
+	val = (val ^ (val >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	val = (val ^ (val >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return val ^ (val >> 31);
+}
+
+static inline GI_KM_HD void
+gi_prng_seed(gi_prng *st, uint64_t seed)
+{
+	st->s0 = gi_prng_splitmix64(&seed);
+	st->s1 = gi_prng_splitmix64(&seed);
+	if (st->s0 == 0 && st->s1 == 0)
+	{
+		st->s0 = UINT64_C(0x5851F42D4C957F2D);
+		st->s1 = UINT64_C(0x14057B7EF767814F);
+	}
+}
+
+/* uniform in [rmin, rmax] (pg_prng_uint64_range: bitmask rejection) */
+static inline GI_KM_HD uint64_t
+gi_prng_u64_range(gi_prng *st, uint64_t rmin, uint64_t rmax)
+{
+	uint64_t	val = 0;
+
+	if (rmax > rmin)
+	{
+		uint64_t	range = rmax - rmin;
+		int			top = 63;
+		int			rshift;
+
+		while (!((range >> top) & 1))
+			top--;
+		rshift = 63 - top;
+		do
+		{
+			val = gi_prng_next(st) >> rshift;
+		} while (val > range);
+	}
+	return rmin + val;
+}
+
+/* uniform in [0, 1) with 52 random bits (pg_prng_double) */
+static inline GI_KM_HD double
+gi_prng_double(gi_prng *st)
+{
+	uint64_t	v = gi_prng_next(st);
+
+	return (double) (v >> (64 - 52)) * (1.0 / 4503599627370496.0);
+}
+
+/*
+ * Scale to unit length: n = sum of squares in double, dimension order,
+ * then v[i] = (float) (v[i] / sqrt(n)).  False (v unchanged) for a zero
+ * vector.  The CUDA module normalises centroids on the device with the
+ * same operations, never contracted.
+ */
+static inline bool
+gi_kmeans_normalize(float *v, uint32_t dim)
+{
+	double		n = 0.0;
+	uint32_t	i;
+
+	for (i = 0; i < dim; i++)
+		n += (double) v[i] * v[i];
+	if (n == 0.0)
+		return false;
+	n = sqrt(n);
+	for (i = 0; i < dim; i++)
+		v[i] = (float) (v[i] / n);
+	return true;
+}
+
+/*
+ * Prepare n samples in place for training: for the spherical metrics
+ * (IP, cosine) drop zero vectors (no direction) and normalise the rest,
+ * keeping their order.  Returns the number of usable samples, now packed
+ * at the front.
+ */
+static inline uint32_t
+gi_kmeans_prepare(float *samples, uint32_t n, uint32_t dim, bool spherical)
+{
+	uint32_t	kept = 0;
+	uint32_t	i;
+
+	if (!spherical)
+		return n;
+	for (i = 0; i < n; i++)
+	{
+		float	   *x = samples + (size_t) i * dim;
+
+		if (!gi_kmeans_normalize(x, dim))
+			continue;
+		if (kept != i)
+			memmove(samples + (size_t) kept * dim, x, dim * sizeof(float));
+		kept++;
+	}
+	return kept;
+}
+
+#endif							/* GI_KMEANS_H */

@@ -1,0 +1,305 @@
+/*
+ * host_kmeans.c
+ *		k-means training for CREATE INDEX on the host: what the gpuivf
+ *		access method runs in the building backend (src/am/gpuivf_kmeans.c
+ *		wraps it), and the reference the CUDA module's training is
+ *		compared with (test/gpu/).
+ *
+ * L2: k-means++ seeding (D^2 sampling) then at most `iterations` Lloyd
+ * iterations on squared L2.  Inner product and cosine: spherical k-means,
+ * as pgvector does for them: the samples are normalised (zero vectors
+ * dropped), similarity is the dot product, every centroid is the
+ * normalised mean of its members.  Unit centroids make "nearest list"
+ * agree for every metric with what the device service computes when it
+ * picks the lists to probe (for a unit centroid, -<q,c> and 1 - cos(q,c)
+ * rank the same).
+ *
+ * Everything is seeded (gi_kmeans.h's PRNG, which is PostgreSQL's
+ * pg_prng draw for draw), so a build on the same rows in the same order
+ * gives the same centroids.  An empty cluster keeps its previous centroid;
+ * the iterations stop early when no assignment changes.  The distance
+ * loops accumulate in float with several independent sums (training needs
+ * speed, not the last bit); the centroid sums are double, in sample order.
+ *
+ * Plain C and allocation-free: the caller passes a workspace of
+ * gi_host_kmeans_workspace() bytes and a check callback that is called
+ * regularly and may leave by longjmp (the server's CHECK_FOR_INTERRUPTS),
+ * so nothing leaks when a build is cancelled.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "gi_kmeans.h"
+#include "host_store.h"
+
+static inline float
+gi_km_dot(const float *a, const float *b, uint32_t dim)
+{
+	float		s0 = 0,
+				s1 = 0,
+				s2 = 0,
+				s3 = 0,
+				s4 = 0,
+				s5 = 0,
+				s6 = 0,
+				s7 = 0;
+	uint32_t	i = 0;
+
+	for (; i + 8 <= dim; i += 8)
+	{
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+		s4 += a[i + 4] * b[i + 4];
+		s5 += a[i + 5] * b[i + 5];
+		s6 += a[i + 6] * b[i + 6];
+		s7 += a[i + 7] * b[i + 7];
+	}
+	for (; i < dim; i++)
+		s0 += a[i] * b[i];
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
+static inline float
+gi_km_l2sq(const float *a, const float *b, uint32_t dim)
+{
+	float		s0 = 0,
+				s1 = 0,
+				s2 = 0,
+				s3 = 0;
+	uint32_t	i = 0;
+
+	for (; i + 4 <= dim; i += 4)
+	{
+		float		d0 = a[i] - b[i];
+		float		d1 = a[i + 1] - b[i + 1];
+		float		d2 = a[i + 2] - b[i + 2];
+		float		d3 = a[i + 3] - b[i + 3];
+
+		s0 += d0 * d0;
+		s1 += d1 * d1;
+		s2 += d2 * d2;
+		s3 += d3 * d3;
+	}
+	for (; i < dim; i++)
+	{
+		float		d = a[i] - b[i];
+
+		s0 += d * d;
+	}
+	return (s0 + s1) + (s2 + s3);
+}
+
+/* the "distance" k-means minimises for a sample and a centroid */
+static inline float
+gi_km_distance(bool spherical, const float *x, const float *c, uint32_t dim)
+{
+	if (spherical)
+		return 1.0f - gi_km_dot(x, c, dim);	/* both unit: in [0, 2] */
+	return gi_km_l2sq(x, c, dim);
+}
+
+/* nearest centroid of a sample during training; ties: lowest list */
+static uint32_t
+gi_km_nearest(bool spherical, const float *x, const float *centroids,
+			  uint32_t k, uint32_t dim)
+{
+	uint32_t	best = 0;
+	float		bestd = FLT_MAX;
+	uint32_t	c;
+
+	for (c = 0; c < k; c++)
+	{
+		float		d = gi_km_distance(spherical, x, centroids + (size_t) c * dim, dim);
+
+		if (d < bestd)
+		{
+			bestd = d;
+			best = c;
+		}
+	}
+	return best;
+}
+
+#define GI_KM_ALIGN(x) (((x) + 15) & ~(size_t) 15)
+
+size_t
+gi_host_kmeans_workspace(uint32_t n, uint32_t dim, uint32_t nlists)
+{
+	size_t		k = nlists < n ? nlists : n;
+
+	return GI_KM_ALIGN(k * dim * sizeof(double)) +	/* sums */
+		GI_KM_ALIGN((size_t) n * sizeof(float)) +	/* mind */
+		GI_KM_ALIGN((size_t) n * sizeof(uint32_t)) +	/* assign */
+		GI_KM_ALIGN(k * sizeof(uint32_t)) + 16;	/* counts */
+}
+
+uint32_t
+gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *samples,
+					 float *centroids, void *workspace,
+					 gi_host_kmeans_check_fn check, void *arg)
+{
+	const uint32_t dim = p->dim;
+	bool		spherical = (p->metric != GI_METRIC_L2);
+	gi_prng		prng;
+	uint32_t	n;
+	uint32_t	k;
+	char	   *ws;
+	double	   *sums;
+	float	   *mind;
+	uint32_t   *assign;
+	uint32_t   *counts;
+	uint32_t	c;
+	uint32_t	i;
+	uint32_t	it;
+
+	n = gi_kmeans_prepare(samples, nsamples, dim, spherical);
+	if (n == 0 || p->nlists == 0)
+		return 0;
+	k = p->nlists < n ? p->nlists : n;
+
+	/* carve the workspace (sized for nsamples >= n) */
+	ws = (char *) GI_KM_ALIGN((uintptr_t) workspace);
+	sums = (double *) ws;
+	ws += GI_KM_ALIGN((size_t) k * dim * sizeof(double));
+	mind = (float *) ws;
+	ws += GI_KM_ALIGN((size_t) nsamples * sizeof(float));
+	assign = (uint32_t *) ws;
+	ws += GI_KM_ALIGN((size_t) nsamples * sizeof(uint32_t));
+	counts = (uint32_t *) ws;
+
+	gi_prng_seed(&prng, p->seed);
+
+	/* k-means++: first centre uniform, then proportional to D^2 */
+	memcpy(centroids, samples + (size_t) gi_prng_u64_range(&prng, 0, n - 1) * dim,
+		   dim * sizeof(float));
+	for (i = 0; i < n; i++)
+		mind[i] = gi_km_distance(spherical, samples + (size_t) i * dim, centroids, dim);
+	for (c = 1; c < k; c++)
+	{
+		double		total = 0.0;
+		uint32_t	pick = n - 1;
+		float	   *newc = centroids + (size_t) c * dim;
+
+		if (check)
+			check(arg);
+		for (i = 0; i < n; i++)
+			total += mind[i] > 0.0f ? mind[i] : 0.0f;
+		if (total > 0.0)
+		{
+			double		r = gi_prng_double(&prng) * total;
+
+			for (i = 0; i < n; i++)
+			{
+				r -= mind[i] > 0.0f ? mind[i] : 0.0f;
+				if (r < 0.0)
+				{
+					pick = i;
+					break;
+				}
+			}
+		}
+		else
+		{
+			/* every sample sits on a centre already: duplicates are fine */
+			pick = (uint32_t) gi_prng_u64_range(&prng, 0, n - 1);
+		}
+		memcpy(newc, samples + (size_t) pick * dim, dim * sizeof(float));
+		for (i = 0; i < n; i++)
+		{
+			float		d = gi_km_distance(spherical, samples + (size_t) i * dim, newc, dim);
+
+			if (d < mind[i])
+				mind[i] = d;
+		}
+	}
+
+	/* Lloyd iterations */
+	for (it = 0; it < p->iterations; it++)
+	{
+		bool		changed = false;
+
+		for (i = 0; i < n; i++)
+		{
+			uint32_t	a = gi_km_nearest(spherical, samples + (size_t) i * dim,
+										  centroids, k, dim);
+
+			if (it == 0 || assign[i] != a)
+				changed = true;
+			assign[i] = a;
+			if ((i & 1023) == 0 && check)
+				check(arg);
+		}
+		if (!changed)
+			break;
+
+		memset(sums, 0, sizeof(double) * k * dim);
+		memset(counts, 0, sizeof(uint32_t) * k);
+		for (i = 0; i < n; i++)
+		{
+			double	   *s = sums + (size_t) assign[i] * dim;
+			const float *x = samples + (size_t) i * dim;
+			uint32_t	j;
+
+			for (j = 0; j < dim; j++)
+				s[j] += x[j];
+			counts[assign[i]]++;
+		}
+		for (c = 0; c < k; c++)
+		{
+			float	   *cv = centroids + (size_t) c * dim;
+			uint32_t	j;
+
+			if (counts[c] == 0)
+				continue;		/* keep the old centre */
+			for (j = 0; j < dim; j++)
+				cv[j] = (float) (sums[(size_t) c * dim + j] / counts[c]);
+			if (spherical)
+				(void) gi_kmeans_normalize(cv, dim);
+		}
+	}
+	return k;
+}
+
+double
+gi_host_kmeans_objective(gi_metric metric, uint32_t dim, const float *samples,
+						 uint32_t n, const float *centroids, uint32_t k)
+{
+	bool		spherical = (metric != GI_METRIC_L2);
+	double		total = 0.0;
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		const float *x = samples + (size_t) i * dim;
+		double		best = INFINITY;
+		uint32_t	c;
+
+		for (c = 0; c < k; c++)
+		{
+			const float *cv = centroids + (size_t) c * dim;
+			double		acc = 0.0;
+			uint32_t	j;
+
+			for (j = 0; j < dim; j++)
+			{
+				if (spherical)
+					acc += (double) x[j] * cv[j];
+				else
+				{
+					double		d = (double) x[j] - cv[j];
+
+					acc += d * d;
+				}
+			}
+			if (spherical)
+				acc = 1.0 - acc;
+			if (acc < best)
+				best = acc;
+		}
+		total += best;
+	}
+	return total;
+}

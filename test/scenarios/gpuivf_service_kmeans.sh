@@ -1,0 +1,101 @@
+#!/bin/bash
+# CREATE INDEX with its k-means in the device service: the path the CUDA
+# backend takes (GI_REQ_KMEANS_* and GI_REQ_ASSIGN).  On the host backend
+# gpuindex.debug_service_kmeans makes the service answer those requests
+# with the host k-means, so CI runs the same protocol; on the GPU host
+# (GPUINDEX_TEST_DEVICE=cuda) they run on the GPU.
+#
+# Checks: the build says where its k-means ran; every row sits in its
+# nearest list as the search ranks lists (L2 and inner product, recomputed
+# in SQL with the operators' double arithmetic, ties to the lower list);
+# builds are deterministic (REINDEX gives the same centroids); recall is
+# sane; tiny and degenerate tables build; on the host, the service's
+# training gives exactly the centroids of a build that trains itself.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib.sh"
+
+: "${GPUINDEX_TEST_DEVICE:=cpu}"
+dir=${1:-/tmp/gpuindex-kmeans-test}
+port=${GPUINDEX_TEST_PORT_KMEANS:-54397}
+rm -rf "$dir"
+trap 'cluster_stop "$dir"' EXIT
+q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
+
+cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.debug_service_kmeans = on" || exit 1
+q "CREATE EXTENSION gpuindex" >/dev/null
+# 6,000 points in 16 dimensions around 30 centres, far from the origin
+# (the expanded L2 form cancels there), plus exact duplicates (ties)
+q "SELECT setseed(0.7);
+   CREATE TABLE km_c AS SELECT c, ARRAY(SELECT (100 + random() * 10)::real FROM generate_series(1, 16) WHERE c > 0) AS v
+   FROM generate_series(1, 30) c;
+   CREATE TABLE km (id int PRIMARY KEY, v real[]);
+   INSERT INTO km SELECT i, ARRAY(SELECT (c.v[d] + 2 * (random() - 0.5))::real FROM generate_series(1, 16) d)
+   FROM generate_series(1, 6000) i JOIN km_c c ON c.c = 1 + i % 30;
+   INSERT INTO km SELECT 6000 + id, v FROM km WHERE id <= 200;" >/dev/null
+
+where=$(q "SET client_min_messages = debug1; CREATE INDEX km_l2 ON km USING gpuivf (v) WITH (lists = 64)" |
+	grep -o "k-means [0-9.]* ms ([a-z ]*), assign [0-9.]* ms ([a-z ]*)" | sed 's/[0-9.]* ms //g')
+check "the build's k-means and assignment ran in the device service" \
+	"k-means (device service), assign (device service)" "$where"
+check "every row is indexed once" "6200 6200" \
+	"$(q "SELECT count(*) || ' ' || count(DISTINCT ctid) FROM gpuivf_list_items('km_l2')")"
+# the nearest list of every row, ranked as the search ranks lists
+check "L2: every row sits in its nearest list (distance, list)" 0 "$(q "
+	SELECT count(*) FROM gpuivf_list_items('km_l2') li JOIN km ON km.ctid = li.ctid
+	WHERE li.list <> (SELECT c.list FROM gpuivf_centroids('km_l2') c
+	                  ORDER BY l2_squared_distance(c.centroid, km.v), c.list LIMIT 1)")"
+c1=$(q "SELECT md5(string_agg(centroid::text, ';' ORDER BY list)) FROM gpuivf_centroids('km_l2')")
+q "REINDEX INDEX km_l2" >/dev/null
+c2=$(q "SELECT md5(string_agg(centroid::text, ';' ORDER BY list)) FROM gpuivf_centroids('km_l2')")
+check "deterministic: REINDEX trains the same centroids" "$c1" "$c2"
+recall=$(q "SET enable_seqscan = off; SET gpuivf.probes = 8;
+	SELECT (avg((SELECT count(*) FROM ((SELECT id FROM km ORDER BY v <-> q.v LIMIT 10)
+	                                   INTERSECT
+	                                   (SELECT id FROM km ORDER BY l2_distance(v, q.v), id LIMIT 10)) s)::float8 / 10) >= 0.9)::int
+	FROM (SELECT v FROM km WHERE id % 200 = 7) q" | tail -1)
+check "recall@10 with 8 of 64 lists is at least 0.9" 1 "$recall"
+
+q "CREATE INDEX km_ip ON km USING gpuivf (v real_ip_ops) WITH (lists = 20)" >/dev/null
+check "IP: every row sits in its nearest list (distance, list)" 0 "$(q "
+	SELECT count(*) FROM gpuivf_list_items('km_ip') li JOIN km ON km.ctid = li.ctid
+	WHERE li.list <> (SELECT c.list FROM gpuivf_centroids('km_ip') c
+	                  ORDER BY -inner_product(c.centroid, km.v), c.list LIMIT 1)")"
+check "IP: centroids of the spherical k-means have unit length" t \
+	"$(q "SELECT bool_and(abs(sqrt(inner_product(centroid, centroid)) - 1) < 1e-5) FROM gpuivf_centroids('km_ip')")"
+q "CREATE INDEX km_cos ON km USING gpuivf (v real_cosine_ops) WITH (lists = 20)" >/dev/null
+check "cosine: every row is indexed once" 6200 "$(q "SELECT count(DISTINCT ctid) FROM gpuivf_list_items('km_cos')")"
+
+# tiny and degenerate tables
+q "CREATE TABLE km_tiny (id int, v real[]);
+   INSERT INTO km_tiny VALUES (1, '{1,2,3}'), (2, '{3,2,1}'), (3, '{0,0,1}');
+   CREATE TABLE km_same (id int, v real[]);
+   INSERT INTO km_same SELECT i, '{1,1}' FROM generate_series(1, 50) i;
+   CREATE TABLE km_zero (id int, v real[]);
+   INSERT INTO km_zero SELECT i, '{0,0,0}' FROM generate_series(1, 20) i;" >/dev/null
+check "more lists than rows: one list per row" 3 \
+	"$(q "SET client_min_messages = warning; CREATE INDEX km_tiny_v ON km_tiny USING gpuivf (v) WITH (lists = 32768);
+	      SELECT lists FROM gpuivf_index_info('km_tiny_v')" | tail -1)"
+check "identical rows: every centroid is the row" "4 true" \
+	"$(q "CREATE INDEX km_same_v ON km_same USING gpuivf (v) WITH (lists = 4);
+	      SELECT count(*) || ' ' || bool_and(centroid = '{1,1}') FROM gpuivf_centroids('km_same_v')" | tail -1)"
+check "cosine over zero vectors only: no lists" 0 \
+	"$(q "CREATE INDEX km_zero_v ON km_zero USING gpuivf (v real_cosine_ops) WITH (lists = 4);
+	      SELECT lists FROM gpuivf_index_info('km_zero_v')" | tail -1)"
+
+if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
+	# the host k-means in the service is the very code a build runs itself
+	cluster_stop "$dir"
+	echo "gpuindex.debug_service_kmeans = off" >>"$dir/data/postgresql.conf"
+	as_pg "pg_ctl -D '$dir/data' -l '$dir/server.log' -w -t 60 start >/dev/null" || exit 1
+	where=$(q "SET client_min_messages = debug1; REINDEX INDEX km_l2" |
+		grep -o "k-means [0-9.]* ms ([a-z ]*), assign [0-9.]* ms ([a-z ]*)" | sed 's/[0-9.]* ms //g')
+	check "without the debug setting the host backend trains in the building backend" \
+		"k-means (this backend), assign (this backend)" "$where"
+	check "the service's host k-means gives the building backend's centroids exactly" "$c1" \
+		"$(q "SELECT md5(string_agg(centroid::text, ';' ORDER BY list)) FROM gpuivf_centroids('km_l2')")"
+fi
+
+echo "gpuivf service k-means: $TESTS_PASSED passed, $TESTS_FAILED failed"
+[ "$TESTS_FAILED" = 0 ]
