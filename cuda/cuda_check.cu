@@ -41,9 +41,10 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	std::vector<uint64_t> row_key(s->row_hwm + 1, 0);
 	std::vector<uint32_t> dlists(2 * (size_t) s->params.nlists);
 	std::vector<gi_dslab> dslabs(s->nslabs);
-	std::vector<uint64_t> datt(nslots);
+	std::vector<uint32_t> datt(nslots);
+	std::vector<uint32_t> loc_row(nslots, GI_NIL);
 	std::vector<uint32_t> dfree(s->nslabs);
-	std::vector<uint8_t> block(GI_SLAB_RECORDS * 12);
+	std::vector<uint64_t> block(GI_SLAB_RECORDS);
 	uint64_t	linked = 0;
 	uint64_t	count_sum = 0;
 	uint64_t	live_rows = 0;
@@ -63,7 +64,7 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 
 	GI_CK(gi_cu_download(dlists.data(), s->d_lists, dlists.size() * sizeof(uint32_t)) &&
 		  gi_cu_download(dslabs.data(), s->d_slabs, dslabs.size() * sizeof(gi_dslab)) &&
-		  gi_cu_download(datt.data(), s->d_att, datt.size() * sizeof(uint64_t)) &&
+		  gi_cu_download(datt.data(), s->d_att, datt.size() * sizeof(uint32_t)) &&
 		  gi_cu_download(dfree.data(), s->d_free, dfree.size() * sizeof(uint32_t)),
 		  "download of the device structures failed");
 
@@ -149,22 +150,24 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 
 	/* ATT: device == mirror everywhere; live rows point at set bits */
 	for (i = 0; i < nslots; i++)
-		GI_CK(datt[i] == s->att[i], "row %llu: device ATT %llx, mirror %llx",
-			  (unsigned long long) i, (unsigned long long) datt[i],
-			  (unsigned long long) s->att[i]);
+		GI_CK(datt[i] == s->att[i], "row %llu: device ATT %x, mirror %x",
+			  (unsigned long long) i, datt[i], s->att[i]);
 	for (i = 0; i < s->row_hwm; i++)
 	{
-		uint64_t	a = s->att[i];
+		uint32_t	a = s->att[i];
 		uint32_t	slab;
 		uint32_t	slot;
 
 		if (a == GI_CU_ATT_NONE)
 			continue;
-		slab = (uint32_t) (a >> 32);
-		slot = (uint32_t) (a & 0xFFFFFFFFu);
-		GI_CK(slab < s->slab_hwm && slot < GI_SLAB_RECORDS &&
+		slab = GI_CU_LOC_SLAB(a);
+		slot = GI_CU_LOC_SLOT(a);
+		GI_CK(slab < s->slab_hwm &&
 			  (s->slabs[slab].bitmap >> slot & 1) && slab_seen[slab] == 1,
-			  "live row %llu: bad ATT %llx", (unsigned long long) i, (unsigned long long) a);
+			  "live row %llu: bad ATT %x", (unsigned long long) i, a);
+		GI_CK(loc_row[a] == GI_NIL, "rows %u and %llu share slab %u slot %u",
+			  loc_row[a], (unsigned long long) i, slab, slot);
+		loc_row[a] = (uint32_t) i;
 		row_seen[i] = 1;
 		live_rows++;
 	}
@@ -190,13 +193,13 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 		uint64_t	key;
 		uint32_t	row;
 
-		if (s->map_rows[i] == GI_NIL)
+		if (s->map[i].row1 == 0)
 			continue;
 		map_used++;
-		key = s->map_keys[i];
+		key = s->map[i].key;
 		GI_CK(gi_cu_map_find(s, key) == i, "key %llu at map slot %llu is not found there",
 			  (unsigned long long) key, (unsigned long long) i);
-		for (row = s->map_rows[i]; row != GI_NIL; row = s->row_next[row])
+		for (row = s->map[i].row1 - 1; row != GI_NIL; row = s->row_next[row])
 		{
 			GI_CK(row < s->row_hwm && row_seen[row] == 1,
 				  "key %llu chains to row %u that is not live", (unsigned long long) key, row);
@@ -210,28 +213,27 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	GI_CK(chained == s->rows, "key chains reach %llu rows of %llu",
 		  (unsigned long long) chained, (unsigned long long) s->rows);
 
-	/* per-slot rows and keys on the device */
+	/* per-slot keys on the device: the key of the row living there */
 	for (i = 0; i < s->slab_hwm; i++)
 	{
 		uint32_t	bits = s->slabs[i].bitmap;
-		const uint64_t *keys = (const uint64_t *) block.data();
-		const uint32_t *rows = (const uint32_t *) (keys + GI_SLAB_RECORDS);
+		const uint64_t *keys = block.data();
 
 		if (bits == 0)
 			continue;
 		GI_CK(gi_cu_download(block.data(),
 							 (const char *) dslabs[i].data + (size_t) GI_SLAB_RECORDS * s->params.record_bytes,
-							 block.size()),
+							 block.size() * sizeof(uint64_t)),
 			  "download of slab %llu failed", (unsigned long long) i);
 		while (bits)
 		{
 			uint32_t	slot = (uint32_t) __builtin_ctz(bits);
-			uint32_t	row = rows[slot];
+			uint32_t	row = loc_row[GI_CU_LOC(i, slot)];
 
 			bits &= bits - 1;
-			GI_CK(row < s->row_hwm && s->att[row] == ((i << 32) | slot),
-				  "slab %llu slot %u: device row %u does not map back",
-				  (unsigned long long) i, slot, row);
+			GI_CK(row < s->row_hwm && s->att[row] == GI_CU_LOC(i, slot),
+				  "slab %llu slot %u: live but no row maps there",
+				  (unsigned long long) i, slot);
 			GI_CK(keys[slot] == row_key[row], "slab %llu slot %u: device key %llu, expected %llu",
 				  (unsigned long long) i, slot, (unsigned long long) keys[slot],
 				  (unsigned long long) row_key[row]);
@@ -464,4 +466,41 @@ gi_cuda_store_set_insert_chunk(gi_store *s, uint32_t records)
 	}
 	s->insert_chunk = records;
 	return GI_OK;
+}
+
+extern "C" gi_status
+gi_cuda_store_profile(gi_store *s, double *out, uint32_t nout, bool reset)
+{
+	double		v[GI_CUDA_PROFILE_N];
+	uint32_t	i;
+
+	if (s == NULL)
+	{
+		gi_cu_set_error("profile: no store");
+		return GI_ERR_INVALID;
+	}
+	v[0] = s->prof.plan_ns * 1e-6;
+	v[1] = s->prof.copy_ns * 1e-6;
+	v[2] = s->prof.ship_ns * 1e-6;
+	v[3] = s->prof.wait_ns * 1e-6;
+	v[4] = s->prof.grow_ns * 1e-6;
+	v[5] = s->prof.map_ns * 1e-6;
+	v[6] = s->prof.del_plan_ns * 1e-6;
+	v[7] = s->prof.del_dev_ns * 1e-6;
+	v[8] = (double) s->prof.ngrow;
+	v[9] = (double) s->prof.nmap;
+	v[10] = (double) s->prof.nchunks;
+	v[11] = (double) gi_cu_device_bytes(s);
+	v[12] = s->prof.grow_dev_ns * 1e-6;
+	for (i = 0; out != NULL && i < nout && i < GI_CUDA_PROFILE_N; i++)
+		out[i] = v[i];
+	if (reset)
+		memset(&s->prof, 0, sizeof(s->prof));
+	return GI_OK;
+}
+
+extern "C" void
+gi_cuda_set_copy_threads(int n)
+{
+	gi_cu_copy_set_threads(n);
 }

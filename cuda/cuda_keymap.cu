@@ -5,74 +5,103 @@
  * The device service calls a store from one thread, serially, so the map
  * needs no device copy: a delete looks its key up here in O(1), walks the
  * key's own rows (row_next chain) and hands the row ids to the device,
- * which finds each row's slot through the device ATT.  The map is the host
- * store's (src/store/host_store.c): open addressing, linear probing,
+ * which finds each row's slot through the device ATT.  The map follows the
+ * host store (src/store/host_store.c): open addressing, linear probing,
  * backward-shift deletion (no tombstones), load factor at most 2/3, the
- * murmur3 finalizer as hash.  Same growth steps as the host store, so the
- * two backends reach the memory limit at the same record.
+ * murmur3 finalizer as hash.  Differences, for speed (planning touches one
+ * random map slot per record, a cache miss on a map of millions of keys):
+ *
+ *	- one 16-byte entry per slot (key, row + 1; 0 = empty), so a probe
+ *	  touches one cache line, not one in a key array and one in a row
+ *	  array; a fresh table is all zeros, so it needs no initialising pass;
+ *	- tables of 2 MB and more are mapped with transparent huge pages
+ *	  (madvise), a few page faults instead of one per 4 KB;
+ *	- an insert batch pre-sizes the map for all its keys at once
+ *	  (gi_cu_map_reserve) when the map and the pool the batch could need
+ *	  fit under the memory limit together, so a large batch rehashes once
+ *	  instead of once per doubling.  Otherwise the map doubles when full,
+ *	  as the host store's does, and the memory limit strikes at the record
+ *	  that needs the growth;
+ *	- large maps rehash on the helper threads (gi_cu_map_rehash in
+ *	  cuda_plan.cu): slots are claimed by compare-and-swap, which any
+ *	  interleaving of distinct keys turns into a valid table.
+ *
+ * The find / prefetch / has-room helpers are inline in cuda_store.h.
  */
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 
 #include "cuda_store.h"
 #include "cuda_util.cuh"
 
-static inline uint64_t
-gi_cu_hash(uint64_t k)
+/* tables of at least this many bytes are mmap'ed with huge pages */
+#define GI_CU_MAP_HUGE ((size_t) 2 << 20)
+
+static gi_cu_mapent *
+gi_cu_map_alloc(uint64_t cap, size_t *mapped)
 {
-	k ^= k >> 33;
-	k *= UINT64_C(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	k *= UINT64_C(0xc4ceb9fe1a85ec53);
-	k ^= k >> 33;
-	return k;
+	size_t		bytes = (size_t) cap * sizeof(gi_cu_mapent);
+	unsigned char *p;
+	unsigned char *a;
+
+	*mapped = 0;
+	if (bytes < GI_CU_MAP_HUGE)
+		return (gi_cu_mapent *) calloc(cap, sizeof(gi_cu_mapent));
+	/* 2 MB aligned, or the kernel cannot back it with huge pages */
+	bytes = (bytes + GI_CU_MAP_HUGE - 1) & ~(GI_CU_MAP_HUGE - 1);
+	p = (unsigned char *) mmap(NULL, bytes + GI_CU_MAP_HUGE, PROT_READ | PROT_WRITE,
+							   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (unsigned char *) (((uintptr_t) p + GI_CU_MAP_HUGE - 1) & ~(uintptr_t) (GI_CU_MAP_HUGE - 1));
+	if (a > p)
+		munmap(p, a - p);
+	if (a + bytes < p + bytes + GI_CU_MAP_HUGE)
+		munmap(a + bytes, (p + bytes + GI_CU_MAP_HUGE) - (a + bytes));
+#ifdef MADV_HUGEPAGE
+	(void) madvise(a, bytes, MADV_HUGEPAGE);
+#endif
+	*mapped = bytes;
+	return (gi_cu_mapent *) a;	/* anonymous pages are zero: all empty */
 }
 
-uint64_t
-gi_cu_map_find(const gi_store *s, uint64_t key)
+static void
+gi_cu_map_release(gi_cu_mapent *m, size_t mapped)
 {
-	uint64_t	mask = s->map_cap - 1;
-	uint64_t	i = gi_cu_hash(key) & mask;
-
-	while (s->map_rows[i] != GI_NIL)
-	{
-		if (s->map_keys[i] == key)
-			return i;
-		i = (i + 1) & mask;
-	}
-	return GI_CU_MAP_NONE;
+	if (m == NULL)
+		return;
+	if (mapped)
+		munmap(m, mapped);
+	else
+		free(m);
 }
 
-/*
- * Planning touches one random map slot per record: a cache miss on a map
- * of millions of keys.  The batch loops prefetch the slot of the record a
- * few places ahead so that the misses overlap.
- */
 void
-gi_cu_map_prefetch(const gi_store *s, uint64_t key)
+gi_cu_map_free(gi_store *s)
 {
-	uint64_t	i = gi_cu_hash(key) & (s->map_cap - 1);
-
-	__builtin_prefetch(&s->map_rows[i]);
-	__builtin_prefetch(&s->map_keys[i]);
+	gi_cu_map_release(s->map, s->map_bytes);
+	s->map = NULL;
+	s->map_bytes = 0;
 }
 
 void
-gi_cu_map_put(uint64_t *keys, uint32_t *rows, uint64_t cap, uint64_t key,
-			  uint32_t row)
+gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row)
 {
 	uint64_t	mask = cap - 1;
 	uint64_t	i = gi_cu_hash(key) & mask;
 
-	while (rows[i] != GI_NIL)
+	while (m[i].row1 != 0)
 		i = (i + 1) & mask;
-	keys[i] = key;
-	rows[i] = row;
+	m[i].key = key;
+	m[i].row1 = row + 1;
 }
 
 void
 gi_cu_map_remove(gi_store *s, uint64_t i)
 {
+	gi_cu_mapent *m = s->map;
 	uint64_t	mask = s->map_cap - 1;
 	uint64_t	j = i;
 
@@ -81,60 +110,81 @@ gi_cu_map_remove(gi_store *s, uint64_t i)
 		uint64_t	home;
 
 		j = (j + 1) & mask;
-		if (s->map_rows[j] == GI_NIL)
+		if (m[j].row1 == 0)
 			break;
-		home = gi_cu_hash(s->map_keys[j]) & mask;
+		home = gi_cu_hash(m[j].key) & mask;
 		if (((j - home) & mask) >= ((j - i) & mask))
 		{
-			s->map_keys[i] = s->map_keys[j];
-			s->map_rows[i] = s->map_rows[j];
+			m[i] = m[j];
 			i = j;
 		}
 	}
-	s->map_rows[i] = GI_NIL;
+	m[i].row1 = 0;
+	m[i].key = 0;
 	s->map_count--;
-}
-
-bool
-gi_cu_map_has_room(const gi_store *s)
-{
-	return (s->map_count + 1) * 3 <= s->map_cap * 2;
 }
 
 gi_status
 gi_cu_map_resize(gi_store *s, uint64_t newcap)
 {
-	uint64_t   *keys;
-	uint32_t   *rows;
+	gi_cu_mapent *m;
+	size_t		mapped;
 	uint64_t	need = gi_cu_bytes_for(s, s->nslabs, newcap);
-	uint64_t	i;
+	uint64_t	t0 = gi_cu_now_ns();
 
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 		return gi_cu_limit_error(s, need);
-	if (newcap > SIZE_MAX / sizeof(uint64_t))
+	if (newcap > SIZE_MAX / sizeof(gi_cu_mapent))
 	{
 		gi_cu_set_error("key map of %llu entries is too large",
 						(unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
-	keys = (uint64_t *) malloc(newcap * sizeof(uint64_t));
-	rows = keys ? (uint32_t *) malloc(newcap * sizeof(uint32_t)) : NULL;
-	if (rows == NULL)
+	m = gi_cu_map_alloc(newcap, &mapped);
+	if (m == NULL)
 	{
-		free(keys);
 		gi_cu_set_error("out of memory growing the key map to %llu entries",
 						(unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
-	memset(keys, 0, newcap * sizeof(uint64_t));
-	memset(rows, 0xFF, newcap * sizeof(uint32_t));
-	for (i = 0; i < s->map_cap; i++)
-		if (s->map_rows[i] != GI_NIL)
-			gi_cu_map_put(keys, rows, newcap, s->map_keys[i], s->map_rows[i]);
-	free(s->map_keys);
-	free(s->map_rows);
-	s->map_keys = keys;
-	s->map_rows = rows;
+	gi_cu_map_rehash(s->map, s->map_cap, s->map_count, m, newcap);
+	gi_cu_map_release(s->map, s->map_bytes);
+	s->map = m;
+	s->map_bytes = mapped;
 	s->map_cap = newcap;
+	s->prof.map_ns += gi_cu_now_ns() - t0;
+	s->prof.nmap++;
+	return GI_OK;
+}
+
+/*
+ * Room for `keys` more keys, in one resize, when the allocation succeeds
+ * and, under a memory limit, the bigger map fits together with every slab
+ * the batch could need (a new slab per record's list and one per 32
+ * records beyond the slabs in use); otherwise nothing happens and the map
+ * grows record by record, so that the limit or an allocation failure
+ * strikes at the record that needs the growth, as in the host store.
+ */
+gi_status
+gi_cu_map_reserve(gi_store *s, uint64_t keys)
+{
+	uint64_t	want = s->map_count + keys;
+	uint64_t	cap = s->map_cap;
+
+	if (want * 3 <= cap * 2)
+		return GI_OK;
+	while (want * 3 > cap * 2)
+		cap *= 2;
+	if (s->params.memory_limit != 0)
+	{
+		uint64_t	lists = keys < s->params.nlists ? keys : s->params.nlists;
+		uint64_t	slabs = s->slabs_used + keys / GI_SLAB_RECORDS + lists + 1;
+
+		if (slabs < s->nslabs)
+			slabs = s->nslabs;
+		if (gi_cu_bytes_for(s, slabs, cap) > s->params.memory_limit)
+			return GI_OK;
+	}
+	(void) gi_cu_map_resize(s, cap);
 	return GI_OK;
 }

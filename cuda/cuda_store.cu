@@ -22,40 +22,20 @@
 
 #define GI_CU_MAX_RECORD_BYTES (1u << 20)
 
-/* ---- memory accounting -------------------------------------------------- */
-
 /*
- * Bytes a store holds with a pool of nslabs slabs and a key map of map_cap
- * entries: the device side (list heads and counts; per slab the header,
- * the free-stack entry and the data block; per slot the ATT entry) plus
- * the host side (mirror headers, dirty marks, stacks, per-row ATT mirror,
- * key chains and free rows, the key map).  The single formula behind both
- * the statistics and the memory limit, so they can never disagree.
- * Search scratch is transient and not counted.
+ * Device bytes a store holds now: list heads and counts, per slab the
+ * header, the free-stack entry and the data block (payload and keys), per
+ * slot the ATT entry, and the error flags.  What the benchmark reports as
+ * the device's memory overhead over the raw vectors; search scratch and
+ * the upload arenas are transient and not counted (as in the limit).
  */
 uint64_t
-gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
+gi_cu_device_bytes(const gi_store *s)
 {
-	uint64_t	dev_slab = sizeof(gi_dslab) + sizeof(uint32_t) + s->slab_bytes
-		+ (uint64_t) GI_SLAB_RECORDS * sizeof(uint64_t);
-	uint64_t	host_slab = sizeof(gi_mslab) + 1 + 4 * sizeof(uint32_t)
-		+ (uint64_t) GI_SLAB_RECORDS * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
-	uint64_t	per_list = 2 * sizeof(uint32_t)		/* device head, rows */
-		+ 3 * sizeof(uint32_t) + 1;		/* mirror head, rows, dirty */
-
-	return sizeof(gi_store)
-		+ (uint64_t) s->params.nlists * per_list
-		+ nslabs * (dev_slab + host_slab)
-		+ map_cap * (sizeof(uint64_t) + sizeof(uint32_t));
-}
-
-gi_status
-gi_cu_limit_error(const gi_store *s, uint64_t need)
-{
-	gi_cu_set_error("store would need %llu bytes, over the limit of %llu bytes (gpuindex.memory_limit)",
-					(unsigned long long) need,
-					(unsigned long long) s->params.memory_limit);
-	return GI_ERR_LIMIT;
+	return (uint64_t) s->params.nlists * 2 * sizeof(uint32_t)
+		+ (uint64_t) s->nslabs * (sizeof(gi_dslab) + sizeof(uint32_t) + s->slab_bytes
+								  + (uint64_t) GI_SLAB_RECORDS * sizeof(uint32_t))
+		+ 4 * sizeof(uint32_t);
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -164,25 +144,6 @@ gi_cu_pinned_free(gi_cu_pinned *b)
 	b->cap = 0;
 }
 
-bool
-gi_cu_hbuf_reserve(gi_cu_hbuf *b, size_t bytes)
-{
-	void	   *p;
-	size_t		cap;
-
-	if (bytes <= b->cap)
-		return true;
-	cap = b->cap + b->cap / 2;
-	if (cap < bytes)
-		cap = bytes;
-	p = realloc(b->p, cap);
-	if (p == NULL)
-		return false;
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
 gi_status
 gi_cu_check_usable(gi_store *s)
 {
@@ -234,83 +195,7 @@ gi_cu_time_end(gi_store *s)
 
 /* ---- patches: link changes of the mirror, copied to the device ---------- */
 
-void
-gi_cu_mark_slab(gi_store *s, uint32_t slab)
-{
-	if (!s->slab_dirty[slab])
-	{
-		s->slab_dirty[slab] = 1;
-		s->dirty_slabs[s->ndirty_slabs++] = slab;
-	}
-}
-
-void
-gi_cu_mark_list(gi_store *s, uint32_t list)
-{
-	if (!s->list_dirty[list])
-	{
-		s->list_dirty[list] = 1;
-		s->dirty_lists[s->ndirty_lists++] = list;
-	}
-}
-
-/*
- * Turn the dirty marks into patches: first every header link, list count
- * and free-stack entry (phase A), then the list heads (phase B).  Phase B
- * runs as a later kernel, so a concurrent reader that sees a new head also
- * sees the links of the slab it points to.  *nfirst receives the size of
- * phase A.  Values are the mirror's final ones, so the order of the
- * patches inside a phase does not matter.
- */
-/* the most patches the current dirty marks can produce */
-uint64_t
-gi_cu_patch_bound(const gi_store *s)
-{
-	return 3 * (uint64_t) s->ndirty_slabs + 2 * (uint64_t) s->ndirty_lists
-		+ (s->nfree > s->free_low ? s->nfree - s->free_low : 0);
-}
-
-/* collect into dst (room for gi_cu_patch_bound() entries); returns the count */
-uint32_t
-gi_cu_collect_patches_into(gi_store *s, gi_cu_patch *p, uint32_t *nfirst)
-{
-	uint32_t	n = 0;
-	uint32_t	i;
-
-#define GI_PUSH(a, v) do { p[n].addr = (a); p[n].value = (v); p[n].pad = 0; n++; } while (0)
-	for (i = 0; i < s->ndirty_slabs; i++)
-	{
-		uint32_t	slab = s->dirty_slabs[i];
-		const gi_mslab *m = &s->slabs[slab];
-
-		GI_PUSH(&s->d_slabs[slab].next, m->next);
-		GI_PUSH(&s->d_slabs[slab].prev, m->prev);
-		GI_PUSH(&s->d_slabs[slab].list, m->list);
-		s->slab_dirty[slab] = 0;
-	}
-	s->ndirty_slabs = 0;
-	for (i = 0; i < s->ndirty_lists; i++)
-	{
-		uint32_t	l = s->dirty_lists[i];
-
-		GI_PUSH(&s->d_lists[2 * (uint64_t) l + 1], s->list_rows[l]);
-	}
-	for (i = s->free_low; i < s->nfree; i++)
-		GI_PUSH(&s->d_free[i], s->free_slabs[i]);
-	s->free_low = s->nfree;
-	*nfirst = n;
-	for (i = 0; i < s->ndirty_lists; i++)
-	{
-		uint32_t	l = s->dirty_lists[i];
-
-		GI_PUSH(&s->d_lists[2 * (uint64_t) l], s->list_head[l]);
-		s->list_dirty[l] = 0;
-	}
-	s->ndirty_lists = 0;
-#undef GI_PUSH
-	return n;
-}
-
+/* collect the pending patches into h_patch (gi_cu_collect_patches_into, cuda_plan.cu) */
 gi_status
 gi_cu_collect_patches(gi_store *s, uint32_t *nfirst)
 {
@@ -419,36 +304,64 @@ gi_cuda_fail_alloc_after(int64_t after)
 	gi_cu_fail_after = after;
 }
 
+/* stream-ordered on st (metadata arrays), plain cudaMalloc when st is NULL */
 static cudaError_t
-gi_cu_pool_malloc(void **p, size_t bytes)
+gi_cu_pool_malloc(void **p, size_t bytes, cudaStream_t st)
 {
 	if (gi_cu_fail_after >= 0 && gi_cu_fail_after-- == 0)
 		return cudaErrorMemoryAllocation;
-	return cudaMalloc(p, bytes);
+	return st ? cudaMallocAsync(p, bytes, st) : cudaMalloc(p, bytes);
 }
 
-/* realloc a host array; on failure *ptr is unchanged */
 static bool
-gi_cu_grow_host(void **ptr, uint64_t elems, size_t elem_size)
+gi_cu_grow_host_chunks(gi_store *s)
 {
-	void	   *p;
+	uint32_t	cap = s->chunks_cap * 2 + 8;
+	void	  **p = (void **) realloc(s->chunks, (size_t) cap * sizeof(void *));
 
-	if (elems > SIZE_MAX / elem_size)
-		return false;
-	p = realloc(*ptr, (size_t) elems * elem_size);
 	if (p == NULL)
+	{
+		gi_cu_set_error("out of host memory growing the pool");
 		return false;
-	*ptr = p;
+	}
+	s->chunks = p;
+	s->chunks_cap = cap;
 	return true;
+}
+
+__global__ void
+gi_k_init_slabs(gi_dslab *slabs, uint32_t n, char *chunk, size_t slab_bytes)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		gi_dslab	h;
+
+		h.next = GI_NIL;
+		h.prev = GI_NIL;
+		h.list = GI_NIL;
+		h.count = 0;
+		h.bitmap = 0;
+		h.pad = 0;
+		h.data = (uint32_t *) (chunk + (size_t) i * slab_bytes);
+		slabs[i] = h;
+	}
 }
 
 /*
  * Grow the pool geometrically, at least 16 and at most chunk_slabs slabs
  * at a time (less when only less fits under the memory limit), exactly as
- * the host store does.  The new data block is one
- * cudaMalloc that never moves; headers, ATT and free stack are reallocated
- * with a device-to-device copy.  Every allocation is made before anything
- * is changed, so a failure leaves the store as it was.
+ * the host store does.  The new data block is one cudaMalloc that never
+ * moves; headers, ATT and free stack are reallocated in stream order
+ * (cudaMallocAsync, device-to-device copy, cudaFreeAsync on the mutation
+ * stream: no device synchronisation, so the insert pipeline keeps
+ * flowing, and the old arrays are freed only after the work already
+ * queued with them has run).  Every allocation is made before anything is
+ * changed, so a failure leaves the store as it was; errors of the queued
+ * copies surface at the batch's final synchronisation and mark the store
+ * broken.  A search stream waits for the copies (event) before it can
+ * see the new arrays.
  */
 gi_status
 gi_cu_grow_pool(gi_store *s)
@@ -459,13 +372,12 @@ gi_cu_grow_pool(gi_store *s)
 	uint64_t	want;
 	uint64_t	add;
 	gi_dslab   *d_slabs = NULL;
-	uint64_t   *d_att = NULL;
+	uint32_t   *d_att = NULL;
 	uint32_t   *d_free = NULL;
 	void	   *chunk = NULL;
-	gi_dslab   *init = NULL;
 	cudaError_t err;
 	gi_status	st = GI_OK;
-	uint64_t	i;
+	uint64_t	t0;
 
 	if (step > s->params.chunk_slabs)
 		step = s->params.chunk_slabs;
@@ -493,41 +405,22 @@ gi_cu_grow_pool(gi_store *s)
 	add = want - old;
 
 	/* host mirror arrays: extra capacity after a partial failure is harmless */
-	if (!gi_cu_grow_host((void **) &s->slabs, want, sizeof(gi_mslab)) ||
-		!gi_cu_grow_host((void **) &s->slab_dirty, want, 1) ||
-		!gi_cu_grow_host((void **) &s->dirty_slabs, want, sizeof(uint32_t)) ||
-		!gi_cu_grow_host((void **) &s->free_slabs, want, sizeof(uint32_t)) ||
-		!gi_cu_grow_host((void **) &s->pending, want, sizeof(uint32_t)) ||
-		!gi_cu_grow_host((void **) &s->held_slabs, want, sizeof(uint32_t)) ||
-		!gi_cu_grow_host((void **) &s->att, want * GI_SLAB_RECORDS, sizeof(uint64_t)) ||
-		!gi_cu_grow_host((void **) &s->row_next, want * GI_SLAB_RECORDS, sizeof(uint32_t)) ||
-		!gi_cu_grow_host((void **) &s->free_rows, want * GI_SLAB_RECORDS, sizeof(uint32_t)) ||
+	if (!gi_cu_grow_mirror(s, want) ||
 		(s->nchunks == s->chunks_cap &&
-		 !gi_cu_grow_host((void **) &s->chunks, (uint64_t) s->chunks_cap * 2 + 8,
-						  sizeof(void *))))
-	{
-		gi_cu_set_error("out of host memory growing the pool to %llu slabs",
-						(unsigned long long) want);
+		 !gi_cu_grow_host_chunks(s)))
 		return GI_ERR_NOMEM;
-	}
-	if (s->nchunks == s->chunks_cap)
-		s->chunks_cap = s->chunks_cap * 2 + 8;
-
-	init = (gi_dslab *) malloc(add * sizeof(gi_dslab));
-	if (init == NULL)
-	{
-		gi_cu_set_error("out of host memory growing the pool");
-		return GI_ERR_NOMEM;
-	}
+	if (s->ev_grow == NULL)
+		GI_CU_TRY(cudaEventCreateWithFlags(&s->ev_grow, cudaEventDisableTiming));
+	t0 = gi_cu_now_ns();
 
 	/* device allocations, all before any change */
-	err = gi_cu_pool_malloc((void **) &d_slabs, want * sizeof(gi_dslab));
+	err = gi_cu_pool_malloc((void **) &d_slabs, want * sizeof(gi_dslab), s->ms);
 	if (err == cudaSuccess)
-		err = gi_cu_pool_malloc((void **) &d_att, want * GI_SLAB_RECORDS * sizeof(uint64_t));
+		err = gi_cu_pool_malloc((void **) &d_att, want * GI_SLAB_RECORDS * sizeof(uint32_t), s->ms);
 	if (err == cudaSuccess)
-		err = gi_cu_pool_malloc((void **) &d_free, want * sizeof(uint32_t));
+		err = gi_cu_pool_malloc((void **) &d_free, want * sizeof(uint32_t), s->ms);
 	if (err == cudaSuccess)
-		err = gi_cu_pool_malloc(&chunk, add * s->slab_bytes);
+		err = gi_cu_pool_malloc(&chunk, add * s->slab_bytes, NULL);
 	if (err != cudaSuccess)
 	{
 		cudaGetLastError();
@@ -543,91 +436,73 @@ gi_cu_grow_pool(gi_store *s)
 		goto fail;
 	}
 
-	for (i = 0; i < add; i++)
-	{
-		init[i].next = GI_NIL;
-		init[i].prev = GI_NIL;
-		init[i].list = GI_NIL;
-		init[i].count = 0;
-		init[i].bitmap = 0;
-		init[i].pad = 0;
-		init[i].data = (uint32_t *) ((char *) chunk + i * s->slab_bytes);
-	}
+	/* in stream order behind every queued use of the old arrays */
+	err = cudaSuccess;
 	if (old > 0)
 	{
 		err = cudaMemcpyAsync(d_slabs, s->d_slabs, old * sizeof(gi_dslab),
 							  cudaMemcpyDeviceToDevice, s->ms);
 		if (err == cudaSuccess)
-			err = cudaMemcpyAsync(d_att, s->d_att, old * GI_SLAB_RECORDS * sizeof(uint64_t),
+			err = cudaMemcpyAsync(d_att, s->d_att, old * GI_SLAB_RECORDS * sizeof(uint32_t),
 								  cudaMemcpyDeviceToDevice, s->ms);
 		if (err == cudaSuccess)
 			err = cudaMemcpyAsync(d_free, s->d_free, old * sizeof(uint32_t),
 								  cudaMemcpyDeviceToDevice, s->ms);
 	}
-	else
-		err = cudaSuccess;
-	if (err == cudaSuccess)
-		err = cudaMemcpyAsync(d_slabs + old, init, add * sizeof(gi_dslab),
-							  cudaMemcpyHostToDevice, s->ms);
 	if (err == cudaSuccess)
 		err = cudaMemsetAsync(d_att + old * GI_SLAB_RECORDS, 0xFF,
-							  add * GI_SLAB_RECORDS * sizeof(uint64_t), s->ms);
+							  add * GI_SLAB_RECORDS * sizeof(uint32_t), s->ms);
 	if (err == cudaSuccess)
 		err = cudaMemsetAsync(chunk, 0, add * s->slab_bytes, s->ms);
 	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(s->ms);
+	{
+		gi_k_init_slabs<<<gi_cu_div_up((uint32_t) add, 256), 256, 0, s->ms>>>(
+			d_slabs + old, (uint32_t) add, (char *) chunk, s->slab_bytes);
+		err = cudaGetLastError();
+	}
+	if (err == cudaSuccess)
+		err = cudaEventRecord(s->ev_grow, s->ms);
 	if (err != cudaSuccess)
 	{
+		/* queued work may use the new arrays: the store cannot go on */
 		st = gi_cu_status(err, "growing the slab pool");
-		goto fail;
+		cudaStreamSynchronize(s->ms);
+		cudaFree(chunk);
+		return gi_cu_broken(s, GI_ERR_DEVICE);
 	}
 
 	{
 		/* a concurrent search holds mu for its whole duration */
 		std::lock_guard<std::mutex> guard(s->mu);
 
+		/* searches launched from now on see the new arrays filled */
+		err = cudaStreamWaitEvent(s->ss, s->ev_grow, 0);
 		if (s->d_slabs)
-			cudaFree(s->d_slabs);
+			cudaFreeAsync(s->d_slabs, s->ms);
 		if (s->d_att)
-			cudaFree(s->d_att);
+			cudaFreeAsync(s->d_att, s->ms);
 		if (s->d_free)
-			cudaFree(s->d_free);
+			cudaFreeAsync(s->d_free, s->ms);
 		s->d_slabs = d_slabs;
 		s->d_att = d_att;
 		s->d_free = d_free;
 		s->chunks[s->nchunks++] = chunk;
-		for (i = old; i < want; i++)
-		{
-			gi_mslab   *m = &s->slabs[i];
-
-			m->next = GI_NIL;
-			m->prev = GI_NIL;
-			m->list = GI_NIL;
-			m->count = 0;
-			m->bitmap = 0;
-			m->held = 0;
-			s->slab_dirty[i] = 0;
-		}
-		for (i = old * GI_SLAB_RECORDS; i < want * GI_SLAB_RECORDS; i++)
-		{
-			s->att[i] = GI_CU_ATT_NONE;
-			s->row_next[i] = GI_NIL;
-		}
-		s->nslabs = (uint32_t) want;
+		gi_cu_init_mirror(s, old, want);
 	}
-	free(init);
+	s->prof.grow_dev_ns += gi_cu_now_ns() - t0;
+	if (err != cudaSuccess)
+		return gi_cu_broken(s, gi_cu_status(err, "cudaStreamWaitEvent"));
 	return GI_OK;
 
 fail:
 	if (d_slabs)
-		cudaFree(d_slabs);
+		cudaFreeAsync(d_slabs, s->ms);
 	if (d_att)
-		cudaFree(d_att);
+		cudaFreeAsync(d_att, s->ms);
 	if (d_free)
-		cudaFree(d_free);
+		cudaFreeAsync(d_free, s->ms);
 	if (chunk)
 		cudaFree(chunk);
-	free(init);
 	return st;
 }
 
@@ -648,12 +523,17 @@ gi_cu_store_destroy(gi_store *s)
 		cudaFree(s->chunks[i]);
 	if (s->d_lists)
 		cudaFree(s->d_lists);
-	if (s->d_slabs)
-		cudaFree(s->d_slabs);
-	if (s->d_att)
-		cudaFree(s->d_att);
-	if (s->d_free)
-		cudaFree(s->d_free);
+	/* stream-ordered allocations (pool growth) */
+	if (s->ms && s->d_slabs)
+		cudaFreeAsync(s->d_slabs, s->ms);
+	if (s->ms && s->d_att)
+		cudaFreeAsync(s->d_att, s->ms);
+	if (s->ms && s->d_free)
+		cudaFreeAsync(s->d_free, s->ms);
+	if (s->ms)
+		cudaStreamSynchronize(s->ms);
+	if (s->ev_grow)
+		cudaEventDestroy(s->ev_grow);
 	if (s->d_flags)
 		cudaFree(s->d_flags);
 	if (s->d_cent)
@@ -694,26 +574,10 @@ gi_cu_store_destroy(gi_store *s)
 		cudaStreamDestroy(s->ms);
 	if (s->ss)
 		cudaStreamDestroy(s->ss);
-	free(s->h_patch.p);
-	free(s->h_rows.p);
 	free(s->h_cnt.p);
 	free(s->h_beg.p);
 	free(s->h_cent);
-	free(s->list_head);
-	free(s->list_rows);
-	free(s->list_dirty);
-	free(s->dirty_lists);
-	free(s->slabs);
-	free(s->slab_dirty);
-	free(s->dirty_slabs);
-	free(s->free_slabs);
-	free(s->pending);
-	free(s->held_slabs);
-	free(s->att);
-	free(s->row_next);
-	free(s->free_rows);
-	free(s->map_keys);
-	free(s->map_rows);
+	gi_cu_free_mirror(s);
 	free(s->chunks);
 	delete s;
 }
@@ -767,8 +631,8 @@ gi_cu_store_create(const gi_store_params *params, gi_store **out)
 	if (s->params.chunk_slabs == 0)
 		s->params.chunk_slabs = GI_CU_DEFAULT_CHUNK_SLABS;
 	s->words = params->record_bytes / 4;
-	/* payload words, then 32 keys (u64), then 32 rows (u32) */
-	s->slab_bytes = (size_t) GI_SLAB_RECORDS * (params->record_bytes + 12);
+	/* payload words, then the 32 keys (u64) */
+	s->slab_bytes = (size_t) GI_SLAB_RECORDS * (params->record_bytes + sizeof(uint64_t));
 
 	need = gi_cu_bytes_for(s, 0, GI_CU_MAP_INITIAL);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)

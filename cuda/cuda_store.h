@@ -3,16 +3,16 @@
  *		The CUDA store: what lives on the device, what the host side of the
  *		backend keeps, and the internal entry points of the cuda/ files.
  *
- * Division of labour (docs/architecture.md, "The CUDA store"):
+ * Division of labour (cuda/README.md, "What lives where"):
  *
  *	- The device holds everything a search reads and everything SIVF puts
  *	  on the device: list heads and row counts, the slab headers (next,
  *	  prev, list, count, validity bitmap, and a pointer to the slab's data
  *	  block), the slab data blocks (word-interleaved payload, then the 32
- *	  keys, then the 32 row ids), the ATT (row -> slab << 32 | slot) and
- *	  the free-slab stack.  Kernels publish inserts with payload, fence,
- *	  then the validity bit; deletes find a row through the device ATT and
- *	  clear its bit atomically.
+ *	  keys), the ATT (row -> slab * 32 + slot, 32 bits) and the free-slab
+ *	  stack.  Kernels publish inserts with payload, fence, then the
+ *	  validity bit; deletes find a row through the device ATT and clear
+ *	  its bit atomically.
  *
  *	- The host side keeps the key -> rows map (the brief allows it: the
  *	  service calls a store from one thread) and a mirror of the slab
@@ -20,10 +20,12 @@
  *	  planned on the host in O(1) per record with exactly the host
  *	  store's rules (head slab's first free slot, else a free slab, else
  *	  growth by a chunk), then applied on the device by a few kernels.
- *	  Planning on the host makes placement deterministic and identical to
- *	  the reference, so statistics and memory-limit errors agree with the
- *	  host backend exactly, and a batch that hits the limit is cut at the
- *	  same record.
+ *	  Planning on the host makes the slab accounting deterministic and
+ *	  identical to the reference, so statistics and memory-limit errors
+ *	  agree with the host backend exactly, and a batch that hits the limit
+ *	  is cut at the same record.  The planning code (cuda_plan.cu,
+ *	  cuda_keymap.cu) makes no CUDA call, so bench/store/plan_bench times
+ *	  it on any machine.
  *
  * Slab data blocks come from chunks: one cudaMalloc per pool growth, never
  * moved, so the payload is never copied when the pool grows.  Per-slab
@@ -35,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <mutex>
 
 #include <cuda_runtime.h>
@@ -72,14 +75,49 @@ struct gi_cu_patch
 	uint32_t	pad;
 };
 
+/* ATT entries and planned places: slab * 32 + slot in 32 bits */
+#define GI_CU_LOC(slab, slot) (((uint32_t) (slab) << 5) | (uint32_t) (slot))
+#define GI_CU_LOC_SLAB(loc) ((uint32_t) (loc) >> 5)
+#define GI_CU_LOC_SLOT(loc) ((uint32_t) (loc) & 31u)
+/* ATT value of a row that is not live */
+#define GI_CU_ATT_NONE UINT32_MAX
+
 /* one planned insert */
 struct gi_cu_plan
 {
 	uint64_t	key;
 	uint32_t	src;			/* record index inside the uploaded chunk */
-	uint32_t	slab;
-	uint32_t	slot;
+	uint32_t	loc;			/* slab * 32 + slot */
 	uint32_t	row;
+	uint32_t	pad;
+};
+
+/* one key map entry: row1 = first row of the key + 1, 0 = empty */
+struct gi_cu_mapent
+{
+	uint64_t	key;
+	uint32_t	row1;
+	uint32_t	pad;
+};
+
+/*
+ * Phase times of the mutations (nanoseconds, accumulated until reset by
+ * the gi_cuda_store_profile hook): where a batch's wall time goes.
+ */
+struct gi_cu_prof
+{
+	uint64_t	plan_ns;		/* insert planning on the mirror */
+	uint64_t	copy_ns;		/* payload into the pinned arena, not hidden by planning */
+	uint64_t	ship_ns;		/* patch collection, async copies, launches */
+	uint64_t	wait_ns;		/* waiting for the device (arena reuse, final sync) */
+	uint64_t	grow_ns;		/* pool growth (device allocations included) */
+	uint64_t	grow_dev_ns;	/* pool growth: its device part alone */
+	uint64_t	map_ns;			/* key map resizes */
+	uint64_t	del_plan_ns;	/* delete: map and mirror */
+	uint64_t	del_dev_ns;		/* delete: upload, kernels, read-back */
+	uint64_t	ngrow;
+	uint64_t	nmap;
+	uint64_t	nchunks;
 };
 
 /* grow-only device scratch buffer */
@@ -140,17 +178,20 @@ struct gi_store
 	uint32_t   *held_slabs;		/* [nslabs] slabs with held bits */
 	uint32_t	nheld;
 
+	/* mapped bytes of the nine per-slab / per-slot mirror arrays (mremap) */
+	size_t		mirror_bytes[9];
+
 	uint32_t	row_hwm;
-	uint64_t   *att;			/* [nslabs*32] */
+	uint32_t   *att;			/* [nslabs*32] row -> slab * 32 + slot */
 	uint32_t   *row_next;		/* [nslabs*32] next row of the same key */
 	uint32_t   *free_rows;		/* [nslabs*32] stack */
 	uint32_t	nfree_rows;
 
-	/* key -> first row; empty when map_rows[i] == GI_NIL */
+	/* key -> first row: open addressing, one 16-byte entry per slot */
 	uint64_t	map_cap;
 	uint64_t	map_count;
-	uint64_t   *map_keys;
-	uint32_t   *map_rows;
+	gi_cu_mapent *map;
+	size_t		map_bytes;		/* mapping size (huge-page backed) */
 
 	uint64_t	rows;
 	uint64_t	slabs_used;
@@ -160,7 +201,7 @@ struct gi_store
 	/* ---- device ---- */
 	uint32_t   *d_lists;		/* [2*nlists]: head, rows */
 	gi_dslab   *d_slabs;		/* [nslabs] */
-	uint64_t   *d_att;			/* [nslabs*32] */
+	uint32_t   *d_att;			/* [nslabs*32] row -> slab * 32 + slot */
 	uint32_t   *d_free;			/* [nslabs] */
 	void	  **chunks;			/* data blocks, one per growth */
 	uint32_t	nchunks;
@@ -168,6 +209,7 @@ struct gi_store
 	uint32_t   *d_flags;		/* [4] error flags, see GI_CU_FLAG_* */
 	cudaStream_t ms;			/* mutations */
 	cudaStream_t ss;			/* searches */
+	cudaEvent_t ev_grow;		/* pool growth's copies done (searches wait) */
 
 	/* device time of the last mutation (benchmarks; off by default) */
 	bool		timing;
@@ -187,6 +229,8 @@ struct gi_store
 	cudaEvent_t ev_up[2];		/* arena b free again */
 	cudaEvent_t ev_t0[2];		/* timing: chunk in arena b started */
 	bool		up_busy[2];
+
+	gi_cu_prof	prof;
 
 	/* mutation scratch */
 	gi_cu_buf	m_patch;
@@ -236,27 +280,20 @@ struct gi_store
 	gi_cu_pinned p_res;			/* hits, found, flags on their way down */
 };
 
-/* ---- cuda_store.cu ---- */
+/* ---- cuda_store.cu (device side of the life cycle) ---- */
 extern gi_status gi_cu_store_create(const gi_store_params *params, gi_store **out);
 extern void gi_cu_store_destroy(gi_store *s);
 extern gi_status gi_cu_store_stats(gi_store *s, gi_store_stats *out);
 extern void gi_cu_store_set_limit(gi_store *s, uint64_t limit);
-extern uint64_t gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap);
-extern gi_status gi_cu_limit_error(const gi_store *s, uint64_t need);
+extern uint64_t gi_cu_device_bytes(const gi_store *s);
 extern gi_status gi_cu_grow_pool(gi_store *s);
 extern gi_status gi_cu_buf_reserve(gi_cu_buf *b, size_t bytes);
 extern void gi_cu_buf_free(gi_cu_buf *b);
-extern bool gi_cu_hbuf_reserve(gi_cu_hbuf *b, size_t bytes);
 extern gi_status gi_cu_pinned_reserve(gi_cu_pinned *b, size_t bytes);
 extern void gi_cu_pinned_free(gi_cu_pinned *b);
 extern gi_status gi_cu_check_usable(gi_store *s);
 extern gi_status gi_cu_broken(gi_store *s, gi_status st);
-extern void gi_cu_mark_slab(gi_store *s, uint32_t slab);
-extern void gi_cu_mark_list(gi_store *s, uint32_t list);
-extern gi_status gi_cu_push_patch(gi_store *s, uint32_t *addr, uint32_t value);
 extern gi_status gi_cu_collect_patches(gi_store *s, uint32_t *nfirst);
-extern uint64_t gi_cu_patch_bound(const gi_store *s);
-extern uint32_t gi_cu_collect_patches_into(gi_store *s, gi_cu_patch *p, uint32_t *nfirst);
 extern void gi_cu_launch_patches(gi_store *s, const gi_cu_patch *d, uint32_t nfirst,
 								 uint32_t total);
 extern gi_status gi_cu_apply_patches(gi_store *s, uint32_t from, uint32_t to);
@@ -267,16 +304,106 @@ extern int	gi_cu_sm_count(void);
 extern void gi_cu_time_begin(gi_store *s);
 extern void gi_cu_time_end(gi_store *s);
 
-/* ---- cuda_keymap.cu ---- */
+/* ---- cuda_plan.cu: host side of the mutations (no CUDA calls) ---- */
+extern uint64_t gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap);
+extern gi_status gi_cu_limit_error(const gi_store *s, uint64_t need);
+extern bool gi_cu_hbuf_reserve(gi_cu_hbuf *b, size_t bytes);
+extern bool gi_cu_grow_mirror(gi_store *s, uint64_t want);
+extern void gi_cu_init_mirror(gi_store *s, uint64_t old, uint64_t want);
+extern void gi_cu_free_mirror(gi_store *s);
+extern uint64_t gi_cu_patch_bound(const gi_store *s);
+extern uint32_t gi_cu_collect_patches_into(gi_store *s, gi_cu_patch *p, uint32_t *nfirst);
+extern gi_status gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
+								   uint32_t from, uint32_t to, gi_cu_plan *plan,
+								   uint32_t *nplan, uint64_t *done);
+extern gi_status gi_cu_plan_delete(gi_store *s, uint32_t n, const uint64_t *keys,
+								   uint64_t *done);
+extern void gi_cu_copy_begin(void *dst, const void *src, size_t bytes);
+extern void gi_cu_copy_end(void);
+extern void gi_cu_copy_set_threads(int n);
+extern void gi_cu_map_rehash(const gi_cu_mapent *old, uint64_t oldcap, uint64_t count,
+							 gi_cu_mapent *m, uint64_t cap);
+extern int	gi_cu_copy_threads(void);
+
+static inline uint64_t
+gi_cu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static inline void
+gi_cu_mark_slab(gi_store *s, uint32_t slab)
+{
+	if (!s->slab_dirty[slab])
+	{
+		s->slab_dirty[slab] = 1;
+		s->dirty_slabs[s->ndirty_slabs++] = slab;
+	}
+}
+
+static inline void
+gi_cu_mark_list(gi_store *s, uint32_t list)
+{
+	if (!s->list_dirty[list])
+	{
+		s->list_dirty[list] = 1;
+		s->dirty_lists[s->ndirty_lists++] = list;
+	}
+}
+
+/* ---- cuda_keymap.cu: key -> first row (host side) ---- */
 #define GI_CU_MAP_NONE UINT64_MAX
 #define GI_CU_MAP_INITIAL 64
-extern uint64_t gi_cu_map_find(const gi_store *s, uint64_t key);
-extern void gi_cu_map_prefetch(const gi_store *s, uint64_t key);
-extern void gi_cu_map_put(uint64_t *keys, uint32_t *rows, uint64_t cap,
-						  uint64_t key, uint32_t row);
+
+/* the murmur3 finalizer, as the host store hashes */
+static inline uint64_t
+gi_cu_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= UINT64_C(0xff51afd7ed558ccd);
+	k ^= k >> 33;
+	k *= UINT64_C(0xc4ceb9fe1a85ec53);
+	k ^= k >> 33;
+	return k;
+}
+
+static inline uint64_t
+gi_cu_map_find(const gi_store *s, uint64_t key)
+{
+	uint64_t	mask = s->map_cap - 1;
+	uint64_t	i = gi_cu_hash(key) & mask;
+	const gi_cu_mapent *m = s->map;
+
+	while (m[i].row1 != 0)
+	{
+		if (m[i].key == key)
+			return i;
+		i = (i + 1) & mask;
+	}
+	return GI_CU_MAP_NONE;
+}
+
+/* one random map slot per record: loops prefetch a few records ahead */
+static inline void
+gi_cu_map_prefetch(const gi_store *s, uint64_t key)
+{
+	__builtin_prefetch(&s->map[gi_cu_hash(key) & (s->map_cap - 1)]);
+}
+
+static inline bool
+gi_cu_map_has_room(const gi_store *s)
+{
+	return (s->map_count + 1) * 3 <= s->map_cap * 2;
+}
+
+extern void gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row);
 extern void gi_cu_map_remove(gi_store *s, uint64_t i);
-extern bool gi_cu_map_has_room(const gi_store *s);
 extern gi_status gi_cu_map_resize(gi_store *s, uint64_t newcap);
+extern gi_status gi_cu_map_reserve(gi_store *s, uint64_t keys);
+extern void gi_cu_map_free(gi_store *s);
 
 /* ---- cuda_insert.cu / cuda_delete.cu ---- */
 extern gi_status gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,

@@ -18,9 +18,6 @@
 #define GI_CU_WARP 32
 #define GI_CU_FULL_MASK 0xFFFFFFFFu
 
-/* ATT value of a row that is not live (same convention as the host store) */
-#define GI_CU_ATT_NONE UINT64_MAX
-
 /* record the message that last_error() returns (thread-local) */
 extern void gi_cu_set_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));

@@ -19,7 +19,7 @@ extern "C"
  * Download the device structures and verify every invariant: the host
  * mirror's own (lists, free stacks, ATT, key chains, totals, as the host
  * store's gi_host_store_check does) and device == mirror (list heads and
- * counts, headers, bitmaps, ATT, free stack, per-slot rows and keys).
+ * counts, headers, bitmaps, ATT, free stack, per-slot keys of the live rows).
  * True when all hold; otherwise false with a description in err.
  */
 typedef bool (*gi_cuda_store_check_fn) (gi_store *store, char *err, size_t errlen);
@@ -77,6 +77,32 @@ typedef double (*gi_cuda_store_last_device_ms_fn) (gi_store *store);
 typedef gi_status (*gi_cuda_bandwidth_fn) (size_t bytes, double *d2d,
 										   double *h2d_pageable, double *h2d_pinned);
 #define GI_CUDA_BANDWIDTH "gi_cuda_bandwidth"
+
+/*
+ * Where mutations spend their wall time, accumulated since creation or
+ * the last reset, in milliseconds: out[0] insert planning, [1] payload
+ * copy not hidden behind planning, [2] shipping (patches, copies,
+ * launches), [3] waiting for the device, [4] pool growth (included in
+ * [0]), [5] key map resizes (the batch's pre-sizing before planning, or
+ * in [0] when the map grows during planning), [6] delete on the host
+ * side, [7] delete's device part (upload, kernels, read-back); counts:
+ * [8] pool growths, [9] map resizes, [10] insert chunks; [11] the device
+ * bytes the store holds now (pool, ATT, headers, list heads); [12] the
+ * device part of the pool growths (allocations, queued copies; included
+ * in [4]).  out may be NULL (reset only).
+ */
+#define GI_CUDA_PROFILE_N 13
+typedef gi_status (*gi_cuda_store_profile_fn) (gi_store *store, double *out, uint32_t nout,
+											   bool reset);
+#define GI_CUDA_STORE_PROFILE "gi_cuda_store_profile"
+
+/*
+ * Helper threads that copy insert payloads into the pinned upload arenas
+ * (default: GI_CUDA_COPY_THREADS, else min(4, CPUs - 1)); 0 copies on the
+ * calling thread.  Process-wide; benchmarks compare settings with it.
+ */
+typedef void (*gi_cuda_set_copy_threads_fn) (int n);
+#define GI_CUDA_SET_COPY_THREADS "gi_cuda_set_copy_threads"
 
 #ifdef __cplusplus
 }

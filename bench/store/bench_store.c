@@ -9,7 +9,10 @@
  *
  *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
  *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
- *	 BENCH_LISTS (1024).
+ *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only).
+ *	 Works with an older module too (without the profile, copy-helper and
+ *	 chunk hooks it runs one configuration and counts device bytes with the
+ *	 old layout's formula), for before/after runs on the same machine.
  *
  * Data: SIFT-like synthetic vectors, N(center, 0.25^2) around 4,096 random
  * centers in [-1, 1]^d; queries are fresh draws from the same mixture.
@@ -34,6 +37,9 @@ static const gi_backend_ops *C;
 static gi_cuda_store_set_timing_fn set_timing;
 static gi_cuda_store_last_device_ms_fn last_ms;
 static gi_cuda_bandwidth_fn bandwidth;
+static gi_cuda_store_profile_fn profile;
+static gi_cuda_set_copy_threads_fn copy_threads;
+static gi_cuda_store_set_insert_chunk_fn set_chunk;
 static FILE *csv;
 
 static double
@@ -125,6 +131,49 @@ new_store(uint32_t nlists, uint32_t dim, bool unique)
 	if (set_timing)
 		set_timing(s, true);
 	return s;
+}
+
+/* where a store's mutations spent their time since the last reset */
+static void
+print_profile(gi_store *s, const char *what, double per)
+{
+	double		v[GI_CUDA_PROFILE_N];
+
+	if (profile == NULL || profile(s, v, GI_CUDA_PROFILE_N, true) != GI_OK)
+		return;
+	printf("  profile %s (ms%s): insert plan %.3f (pool growth %.3f in %.0f, of it device %.3f), "
+		   "map resize %.3f in %.0f, copy tail %.3f, ship %.3f, device wait %.3f; "
+		   "delete host %.3f, device %.3f; %.0f chunks\n",
+		   what, per != 1.0 ? " per step" : "", v[0] / per, v[4] / per, v[8], v[12] / per,
+		   v[5] / per, v[9], v[1] / per, v[2] / per, v[3] / per, v[6] / per, v[7] / per, v[10]);
+	fflush(stdout);
+}
+
+static double
+device_bytes(gi_store *s, uint32_t nlists, size_t rb)
+{
+	double		v[GI_CUDA_PROFILE_N];
+	gi_store_stats st;
+
+	if (profile != NULL && profile(s, v, GI_CUDA_PROFILE_N, false) == GI_OK)
+		return v[11];
+	/* a module without the hook: the old layout (keys, rows, 64-bit ATT) */
+	C->store_stats(s, &st);
+	return (double) nlists * 8 + (double) st.slabs_total * (32 + 4 + 32.0 * (rb + 12) + 256);
+}
+
+static void
+reset_profile(gi_store *s)
+{
+	if (profile)
+		profile(s, NULL, 0, true);
+}
+
+static void
+set_copy_threads(int n)
+{
+	if (copy_threads)
+		copy_threads(n);
 }
 
 /* nearest centroid of each vector: a one-list store of the centroids */
@@ -238,6 +287,10 @@ main(int argc, char **argv)
 	set_timing = (gi_cuda_store_set_timing_fn) dlsym(handle, GI_CUDA_STORE_SET_TIMING);
 	last_ms = (gi_cuda_store_last_device_ms_fn) dlsym(handle, GI_CUDA_STORE_LAST_DEVICE_MS);
 	bandwidth = (gi_cuda_bandwidth_fn) dlsym(handle, GI_CUDA_BANDWIDTH);
+	profile = (gi_cuda_store_profile_fn) dlsym(handle, GI_CUDA_STORE_PROFILE);
+	copy_threads = (gi_cuda_set_copy_threads_fn) dlsym(handle, GI_CUDA_SET_COPY_THREADS);
+	set_chunk = (gi_cuda_store_set_insert_chunk_fn) dlsym(handle, GI_CUDA_STORE_SET_INSERT_CHUNK);
+	/* profile, copy helpers and chunk size are optional: an older module lacks them */
 	if (!entry || !(C = entry()) || C->device_count() <= 0 || !bandwidth || !last_ms)
 	{
 		fprintf(stderr, "no usable CUDA backend in %s\n", path);
@@ -299,40 +352,68 @@ main(int argc, char **argv)
 	snprintf(params, sizeof(params), "N %u, %u centroids (exact 1-NN)", N, nlists);
 	row("assign", params, "vectors/s", N / ((t1 - t0) * 1e-3), "vec/s", 0, "list choice, not a store op");
 
-	/* ---- ingestion ---- */
+	/* ---- ingestion: helper threads for the payload copy 0 / 2 / default ---- */
 	{
 		uint32_t	batch = 100000;
-		double		dev = 0;
+		int			cfg[3] = {0, 2, -1};
+		int			c;
+		int			c0 = copy_threads ? 0 : 2;
 
-		s = new_store(nlists, dim, true);
-		t0 = now_ms();
-		for (i = 0; i < N; i += batch)
+		for (c = c0; c < 3; c++)
 		{
-			uint32_t	m = N - i < batch ? N - i : batch;
+			double		dev = 0;
+			int			rep;
+			double		best = 1e30;
+			double		bdev = 0;
 
-			st = C->store_insert(s, m, lists + i, keys + i, x + (size_t) i * dim, NULL);
-			if (st != GI_OK)
-				die("insert", st);
-			dev += last_ms(s);
+			set_copy_threads(cfg[c]);
+			/* twice: the first run of a process also pays first-touch costs */
+			for (rep = 0; rep < 2; rep++)
+			{
+				s = new_store(nlists, dim, true);
+				reset_profile(s);
+				dev = 0;
+				t0 = now_ms();
+				for (i = 0; i < N; i += batch)
+				{
+					uint32_t	m = N - i < batch ? N - i : batch;
+
+					st = C->store_insert(s, m, lists + i, keys + i, x + (size_t) i * dim, NULL);
+					if (st != GI_OK)
+						die("insert", st);
+					dev += last_ms(s);
+				}
+				t1 = now_ms();
+				if (t1 - t0 < best)
+				{
+					best = t1 - t0;
+					bdev = dev;
+				}
+				printf("  ingest run %d, copy helpers %d: %.1f ms wall, %.1f ms device\n", rep,
+					   cfg[c], t1 - t0, dev);
+				print_profile(s, "ingest", 1.0);
+				if (c < 2 || rep == 0)
+					C->store_destroy(s);
+			}
+			snprintf(params, sizeof(params), "N %u, d %u, %u lists, batch %u, copy helpers %d",
+					 N, dim, nlists, batch, cfg[c]);
+			/* floor: payload over PCIe (pageable, as the caller passes it) */
+			row("ingest", params, "wall vectors/s", N / (best * 1e-3), "vec/s",
+				h2d_pg * 1e9 / rb, "best of 2; floor: pageable H2D of the payload");
+			row("ingest", params, "device vectors/s", N / (bdev * 1e-3), "vec/s",
+				d2d * 1e9 / (2.0 * rb + 24), "floor: stage read + slab write at D2D bw");
 		}
-		t1 = now_ms();
-		snprintf(params, sizeof(params), "N %u, d %u, %u lists, batch %u", N, dim, nlists, batch);
-		/* floor: payload over PCIe (pageable, as the caller passes it) */
-		row("ingest", params, "wall vectors/s", N / ((t1 - t0) * 1e-3), "vec/s",
-			h2d_pg * 1e9 / rb, "floor: pageable H2D of the payload");
-		row("ingest", params, "device vectors/s", N / (dev * 1e-3), "vec/s",
-			d2d * 1e9 / (2.0 * rb + 24), "floor: stage read + slab write at D2D bw");
 	}
 
 	/* ---- memory ---- */
 	C->store_stats(s, &stt);
 	{
-		double		slab_bytes = 32.0 * (rb + 12);
-		double		devb = (double) nlists * 8 + (double) stt.slabs_total * (32 + 4 + slab_bytes + 256);
+		double		devb = device_bytes(s, nlists, rb);
 
-		snprintf(params, sizeof(params), "N %u, d %u, %u lists", N, dim, nlists);
-		row("memory", params, "device bytes / raw - 1", devb / stt.payload_bytes - 1.0, "ratio", 0,
-			"slab slack + keys, rows, ATT, headers");
+		snprintf(params, sizeof(params), "N %u, d %u, %u lists, after build", N, dim, nlists);
+		snprintf(note, sizeof(note), "%.0f device bytes for %" PRIu64 " payload bytes; pool %" PRIu64 " slabs, %" PRIu64 " used",
+				 devb, stt.payload_bytes, stt.slabs_total, stt.slabs_used);
+		row("memory", params, "device bytes / raw - 1", devb / stt.payload_bytes - 1.0, "ratio", 0, note);
 		row("memory", params, "all bytes / raw - 1", (double) stt.bytes / stt.payload_bytes - 1.0,
 			"ratio", 0, "incl. host key map and mirror");
 		snprintf(note, sizeof(note), "slabs used %" PRIu64 " of %" PRIu64 ", fill %.1f%%",
@@ -340,10 +421,14 @@ main(int argc, char **argv)
 		row("memory", params, "slab fill", 100.0 * stt.rows / (32.0 * stt.slabs_used), "%", 0, note);
 	}
 
-	/* ---- search: ground truth, recall and QPS ---- */
-	st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, nlists, 10, truth, found);
-	if (st != GI_OK)
-		die("ground truth", st);
+	/* ---- search: ground truth, recall and QPS (BENCH_SKIP_SEARCH=1 skips) ---- */
+	if (getenv("BENCH_SKIP_SEARCH") == NULL)
+	{
+		st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, nlists, 10, truth, found);
+		if (st != GI_OK)
+			die("ground truth", st);
+	}
+	if (getenv("BENCH_SKIP_SEARCH") == NULL)
 	{
 		uint32_t	probes_set[] = {1, 4, 16, 64};
 		uint32_t	batches[] = {1, 32, 1024, 10000};
@@ -395,102 +480,150 @@ main(int argc, char **argv)
 		}
 	}
 
-	/* ---- delete 10K from 1M ---- */
+	/* ---- delete 10K from 1M: 7 random sets, each put back afterwards ---- */
 	{
 		uint32_t	nd = N / 100;
 		uint64_t   *dk = malloc(nd * sizeof(uint64_t));
 		uint32_t   *dl = malloc(nd * sizeof(uint32_t));
 		float	   *dx = malloc((size_t) nd * rb);
 		uint64_t	n = 0;
-		double		dev;
+		double		wall[7];
+		double		devt[7];
+		int			rep;
 
-		for (i = 0; i < nd; i++)
+		for (rep = 0; rep < 7; rep++)
 		{
-			uint32_t	j = (uint32_t) (rnext() % N);
+			for (i = 0; i < nd; i++)
+			{
+				uint32_t	j = (uint32_t) (rnext() % N);
 
-			dk[i] = keys[j];
-			dl[i] = lists[j];
-			memcpy(dx + (size_t) i * dim, x + (size_t) j * dim, rb);
+				dk[i] = keys[j];
+				dl[i] = lists[j];
+				memcpy(dx + (size_t) i * dim, x + (size_t) j * dim, rb);
+			}
+			/* warm-up: the first launch of a kernel loads its module (lazy loading) */
+			if (rep == 0)
+			{
+				C->store_delete(s, 1, dk, NULL);
+				C->store_insert(s, 1, dl, dk, dx, NULL);
+			}
+			reset_profile(s);
+			t0 = now_ms();
+			st = C->store_delete(s, nd, dk, &n);
+			t1 = now_ms();
+			if (st != GI_OK)
+				die("delete", st);
+			wall[rep] = t1 - t0;
+			devt[rep] = last_ms(s);
+			if (rep == 0)
+				print_profile(s, "delete 10K", 1.0);
+			/* put them back: the same records, same keys (duplicates skipped) */
+			C->store_insert(s, nd, dl, dk, dx, NULL);
 		}
-		/* warm-up: the first launch of a kernel loads its module (lazy loading) */
-		C->store_delete(s, 1, dk, NULL);
-		C->store_insert(s, 1, dl, dk, dx, NULL);
-		t0 = now_ms();
-		st = C->store_delete(s, nd, dk, &n);
-		t1 = now_ms();
-		if (st != GI_OK)
-			die("delete", st);
-		dev = last_ms(s);
-		snprintf(params, sizeof(params), "%u random keys of %u", nd, N);
-		snprintf(note, sizeof(note), "%" PRIu64 " rows removed; SIVF: 0.68 ms, Faiss 202 ms", n);
-		row("delete", params, "wall ms", t1 - t0, "ms", 0, note);
-		row("delete", params, "device ms", dev, "ms", nd * 48.0 / (d2d * 1e9) * 1e3,
+		snprintf(params, sizeof(params), "%u random keys of %u, 7 sets", nd, N);
+		snprintf(note, sizeof(note), "%" PRIu64 " rows removed; p50 of 7, max %.3f ms; SIVF: 0.68 ms, Faiss 202 ms",
+				 n, pct(wall, 7, 1.0));
+		row("delete", params, "wall ms", pct(wall, 7, 0.5), "ms", 0, note);
+		row("delete", params, "device ms", pct(devt, 7, 0.5), "ms", nd * 48.0 / (d2d * 1e9) * 1e3,
 			"target < 0.1 ms; floor: ATT+header sectors");
-		/* put them back: the same records, same keys (duplicates skipped) */
-		C->store_insert(s, nd, dl, dk, dx, NULL);
 		free(dk);
 		free(dl);
 		free(dx);
 	}
 	C->store_destroy(s);
 
-	/* ---- sliding window W = 200K, B = 10K ---- */
+	/* ---- sliding window W = 200K, B = 10K: chunk and copy-helper variants ---- */
 	{
-		uint32_t	W = N < 200000 ? N / 2 : 200000;
-		uint32_t	B = W / 20;
-		int			steps = 50;
-		double		tot[50];
-		double		ins[50];
-		double		del[50];
-		double		srch[50];
-		double		devi[50];
-		double		devd[50];
-		uint32_t	head = 0;
-		int			k;
+		/* insert chunk (records, 0 = default 4 MB) and copy helpers (-1 = default) */
+		uint32_t	wchunk[4] = {0, 0, 2048, 4096};
+		int			whelp[4] = {-1, 0, -1, -1};
+		int			v;
+		int			nv = copy_threads && set_chunk ? 4 : 1;
 
-		s = new_store(nlists, dim, true);
-		st = C->store_insert(s, W, lists, keys, x, NULL);
-		if (st != GI_OK)
-			die("window fill", st);
-		for (k = 0; k < steps; k++)
+		for (v = 0; v < nv; v++)
 		{
-			uint32_t	in0 = (W + (uint32_t) k * B) % (N - B);
-			double		a;
-			double		b;
-			double		c;
-			double		d;
+			uint32_t	W = N < 200000 ? N / 2 : 200000;
+			uint32_t	B = W / 20;
+			int			steps = 50;
+			double		tot[50];
+			double		ins[50];
+			double		del[50];
+			double		srch[50];
+			double		devi[50];
+			double		devd[50];
+			uint32_t	head = 0;
+			int			k;
+			char		cfgs[64];
 
-			a = now_ms();
-			st = C->store_insert(s, B, lists + in0, keys + in0, x + (size_t) in0 * dim, NULL);
+			set_copy_threads(whelp[v]);
+			s = new_store(nlists, dim, true);
+			if (set_chunk)
+				set_chunk(s, wchunk[v]);
+			st = C->store_insert(s, W, lists, keys, x, NULL);
 			if (st != GI_OK)
-				die("window insert", st);
-			devi[k] = last_ms(s);
-			b = now_ms();
-			st = C->store_delete(s, B, keys + head, NULL);
-			if (st != GI_OK)
-				die("window delete", st);
-			devd[k] = last_ms(s);
-			head = (head + B) % (N - B);
-			c = now_ms();
-			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
-			if (st != GI_OK)
-				die("window search", st);
-			d = now_ms();
-			ins[k] = b - a;
-			del[k] = c - b;
-			srch[k] = d - c;
-			tot[k] = d - a;
+				die("window fill", st);
+			/* warm-up step, not counted */
+			C->store_insert(s, B, lists + W, keys + W, x + (size_t) W * dim, NULL);
+			C->store_delete(s, B, keys, NULL);
+			head = B;
+			C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
+			reset_profile(s);
+			for (k = 0; k < steps; k++)
+			{
+				uint32_t	in0 = (W + (uint32_t) (k + 1) * B) % (N - B);
+				double		a;
+				double		b;
+				double		c;
+				double		d;
+
+				a = now_ms();
+				st = C->store_insert(s, B, lists + in0, keys + in0, x + (size_t) in0 * dim, NULL);
+				if (st != GI_OK)
+					die("window insert", st);
+				devi[k] = last_ms(s);
+				b = now_ms();
+				st = C->store_delete(s, B, keys + head, NULL);
+				if (st != GI_OK)
+					die("window delete", st);
+				devd[k] = last_ms(s);
+				head = (head + B) % (N - B);
+				c = now_ms();
+				st = C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
+				if (st != GI_OK)
+					die("window search", st);
+				d = now_ms();
+				ins[k] = b - a;
+				del[k] = c - b;
+				srch[k] = d - c;
+				tot[k] = d - a;
+			}
+			print_profile(s, "window", steps);
+			C->store_stats(s, &stt);
+			snprintf(cfgs, sizeof(cfgs), "%s%u, helpers %d", wchunk[v] ? "chunk " : "chunk default ",
+					 wchunk[v] ? wchunk[v] : 8192, whelp[v]);
+			snprintf(params, sizeof(params), "W %u, B %u, %d steps, %s", W, B, steps, cfgs);
+			snprintf(note, sizeof(note), "p99 %.3f ms; insert p50 %.3f, delete p50 %.3f, search(100 q, probes 16) p50 %.3f",
+					 pct(tot, steps, 0.99), pct(ins, steps, 0.5), pct(del, steps, 0.5), pct(srch, steps, 0.5));
+			row("window", params, "step p50 wall ms", pct(tot, steps, 0.5), "ms", 0, note);
+			snprintf(note, sizeof(note), "insert p99 %.3f, delete p50 %.3f p99 %.3f; pool %" PRIu64 " slabs",
+					 pct(devi, steps, 0.99), pct(devd, steps, 0.5), pct(devd, steps, 0.99), stt.slabs_total);
+			row("window", params, "insert p50 device ms", pct(devi, steps, 0.5), "ms",
+				B * (2.0 * rb) / (d2d * 1e9) * 1e3, note);
+			if (v == 0)
+			{
+				double		devb = device_bytes(s, nlists, rb);
+
+				snprintf(params, sizeof(params), "W %u, d %u, %u lists, after %d window steps",
+						 W, dim, nlists, steps + 1);
+				snprintf(note, sizeof(note), "%.0f device bytes for %" PRIu64 " payload bytes; pool %" PRIu64 " slabs, %" PRIu64 " used, fill %.1f%%",
+						 devb, stt.payload_bytes, stt.slabs_total, stt.slabs_used,
+						 100.0 * stt.rows / (32.0 * stt.slabs_used));
+				row("memory", params, "device bytes / raw - 1", devb / stt.payload_bytes - 1.0,
+					"ratio", 0, note);
+			}
+			C->store_destroy(s);
 		}
-		C->store_stats(s, &stt);
-		snprintf(params, sizeof(params), "W %u, B %u, %d steps", W, B, steps);
-		snprintf(note, sizeof(note), "p99 %.3f ms; insert p50 %.3f, delete p50 %.3f, search(100 q, probes 16) p50 %.3f",
-				 pct(tot, steps, 0.99), pct(ins, steps, 0.5), pct(del, steps, 0.5), pct(srch, steps, 0.5));
-		row("window", params, "step p50 wall ms", pct(tot, steps, 0.5), "ms", 0, note);
-		snprintf(note, sizeof(note), "insert p99 %.3f, delete p50 %.3f p99 %.3f; pool %" PRIu64 " slabs",
-				 pct(devi, steps, 0.99), pct(devd, steps, 0.5), pct(devd, steps, 0.99), stt.slabs_total);
-		row("window", params, "insert p50 device ms", pct(devi, steps, 0.5), "ms",
-			B * (2.0 * rb) / (d2d * 1e9) * 1e3, note);
-		C->store_destroy(s);
+		set_copy_threads(-1);
 	}
 
 	if (csv)

@@ -45,6 +45,7 @@ static gi_cuda_store_dump_fn cu_dump;
 static gi_cuda_store_set_concurrent_fn cu_set_concurrent;
 static gi_cuda_store_set_insert_chunk_fn cu_set_chunk;
 static gi_cuda_fail_alloc_after_fn cu_fail;
+static gi_cuda_set_copy_threads_fn cu_copy_threads;	/* may be NULL */
 static bool self_mode;
 static double scale = 1.0;
 
@@ -1130,6 +1131,62 @@ test_device_oom(void)
 	free(pay);
 }
 
+/*
+ * Large batches in default-sized pipeline chunks (4 MB of payload): the
+ * payload goes through the copy helper threads and both upload arenas,
+ * the key map is pre-sized for the batch, the pool grows many times while
+ * chunks are in flight.  With 3 helpers, then with none; duplicates
+ * inside the batch; deletes in between.
+ */
+static void
+test_bulk_insert(void)
+{
+	pair		p;
+	rng			r = {77};
+	uint32_t	dim = 128;
+	uint32_t	n = (uint32_t) (60000 * scale) < 3000 ? 3000 : (uint32_t) (60000 * scale);
+	uint32_t   *lists = malloc(n * sizeof(uint32_t));
+	uint64_t   *keys = malloc(n * sizeof(uint64_t));
+	float	   *pay = malloc((size_t) n * dim * sizeof(float));
+	uint32_t	half = n / 2;
+	uint32_t	i;
+	float	   *qs;
+
+	for (i = 0; i < n; i++)
+	{
+		random_vector(&r, pay + (size_t) i * dim, dim, false);
+		lists[i] = rbelow(&r, 64);
+		/* TID-like keys, 5% repeated inside the batch */
+		keys[i] = i > 0 && rchance(&r, 0.05) ? keys[rbelow(&r, i)]
+			: ((uint64_t) (i / 100) << 16) | (i % 100 + 1);
+	}
+	if (!pair_open(&p, 64, dim, 0, true, 0, &r))
+		goto out;
+	if (cu_copy_threads)
+		cu_copy_threads(3);
+	do_insert(&p, half, lists, keys, pay, "bulk insert, 3 copy helpers");
+	compare_stats(&p, true, "after bulk insert");
+	compare_contents(&p, "after bulk insert");
+	do_delete(&p, n / 10, keys + n / 4, "bulk delete");
+	if (cu_copy_threads)
+		cu_copy_threads(0);
+	do_insert(&p, n - half, lists + half, keys + half, pay + (size_t) half * dim,
+			  "bulk insert, no copy helpers");
+	if (cu_copy_threads)
+		cu_copy_threads(-1);
+	compare_stats(&p, true, "after second bulk insert");
+	compare_contents(&p, "after second bulk insert");
+	qs = random_queries(&p, &r, 50);
+	compare_search(&p, GI_METRIC_L2, 50, qs, 8, 10, "after bulk inserts");
+	compare_search(&p, GI_METRIC_IP, 50, qs, 64, 100, "after bulk inserts, all lists");
+	free(qs);
+	pair_close(&p);
+out:
+	free(lists);
+	free(keys);
+	free(pay);
+}
+
 /* the SIVF sliding window: pool size stays constant, contents agree */
 static void
 test_sliding_window(void)
@@ -1864,6 +1921,7 @@ static const test_case tests[] = {
 	{"exact distance ties", test_ties, false},
 	{"memory limit", test_memory_limit, false},
 	{"device out of memory (injected)", test_device_oom, true},
+	{"bulk insert through the copy helpers", test_bulk_insert, false},
 	{"sliding window", test_sliding_window, false},
 	{"concurrent search during insert/delete", test_concurrent_stress, false},
 	{"k-means assignment", test_kmeans_assign, false},
@@ -1911,6 +1969,7 @@ main(int argc, char **argv)
 		cu_set_concurrent = (gi_cuda_store_set_concurrent_fn) dlsym(handle, GI_CUDA_STORE_SET_CONCURRENT);
 		cu_set_chunk = (gi_cuda_store_set_insert_chunk_fn) dlsym(handle, GI_CUDA_STORE_SET_INSERT_CHUNK);
 		cu_fail = (gi_cuda_fail_alloc_after_fn) dlsym(handle, GI_CUDA_FAIL_ALLOC_AFTER);
+		cu_copy_threads = (gi_cuda_set_copy_threads_fn) dlsym(handle, GI_CUDA_SET_COPY_THREADS);
 		if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||
 			!(C = entry()))
 		{
