@@ -16,8 +16,10 @@
  * Every record carries a 64-bit key (for index AMs: the heap TID, see
  * gi_tid_to_key) and a payload of record_bytes bytes (a multiple of 4).
  * Internally the store hands out dense row ids; the address translation
- * table (ATT) maps a row to (slab << 32 | slot) and a hash map from key to
- * row makes delete-by-key O(1).  A key may own several rows (posting-list
+ * table (ATT) maps a row to where it lives (the host store keeps
+ * slab << 32 | slot; the CUDA store packs slab * 32 + slot into 32 bits to
+ * save device memory) and a hash map from key to row makes delete-by-key
+ * O(1).  A key may own several rows (posting-list
  * AMs put one document in many lists); deleting a key removes all of them,
  * in time proportional to that key's own rows.
  *
