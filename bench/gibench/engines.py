@@ -1,0 +1,94 @@
+"""The SQL engines compared: gpuivf (ours, real[]), pgvector IVFFlat and HNSW (vector).
+Each knows its DDL, its per-query knob (a GUC) and how to run a batch of queries in one
+round trip."""
+import math
+from dataclasses import dataclass
+
+OPERATORS = {"l2": "<->", "ip": "<#>", "cosine": "<=>"}
+IVF_PROBES = (1, 2, 4, 8, 16, 32, 64, 128)
+HNSW_EF = (10, 20, 40, 80, 160, 320)
+
+
+def default_lists(n):
+    """pgvector's advice (rows / 1000 up to 1M rows, sqrt(rows) above) is for speed of
+    build; the issue's orientation used sqrt(rows) (729 for 531K): we use sqrt too."""
+    return max(1, round(math.sqrt(n)))
+
+
+@dataclass
+class SqlEngine:
+    name: str
+    am: str
+    coltype: str        # 'real[]' or 'vector'
+    opclass: str        # prefix: real_l2_ops / vector_l2_ops
+    knob: str           # GUC swept at search time
+    extension: str
+
+    @property
+    def suffix(self):
+        return "arr" if self.coltype == "real[]" else "vec"
+
+    def table(self, role="src"):
+        return f"{role}_{self.suffix}"
+
+    def column_type(self, dim):
+        return "real[]" if self.coltype == "real[]" else f"vector({dim})"
+
+    def cast(self):
+        return "real[]" if self.coltype == "real[]" else "vector"
+
+    def params(self, n, opts):
+        if self.am == "hnsw":
+            return {"m": opts.m, "ef_construction": opts.ef_construction}
+        return {"lists": opts.lists or default_lists(n)}
+
+    def create_index(self, index, table, metric, params):
+        with_ = ", ".join(f"{k} = {v}" for k, v in params.items())
+        return (f"CREATE INDEX {index} ON {table} USING {self.am} "
+                f"(embedding {self.opclass}_{metric}_ops) WITH ({with_})")
+
+    def knob_values(self, params, opts):
+        if opts.knobs:
+            return [int(v) for v in opts.knobs.split(",")]
+        if self.am == "hnsw":
+            return list(HNSW_EF)
+        return [p for p in IVF_PROBES if p <= params["lists"]]
+
+    def default_knob(self, params):
+        """The setting the single-point scenarios use (the issue's orientation figures)."""
+        return 80 if self.am == "hnsw" else min(32, params["lists"])
+
+    def knn_sql(self, table, metric):
+        return (f"SELECT id FROM {table} ORDER BY embedding {OPERATORS[metric]} "
+                f"%s::{self.cast()} LIMIT %s")
+
+    def pgbench_script(self, table, qtable, metric, nq, k):
+        return ("\\set q random(1, %d)\n"
+                "SELECT id FROM %s ORDER BY embedding %s "
+                "(SELECT v FROM %s WHERE q = :q) LIMIT %d;\n"
+                % (nq, table, OPERATORS[metric], qtable, k))
+
+    def batch_sql(self, index, table, metric):
+        """One statement answering many queries: param 1 the queries (text literal), 2 k.
+        Returns (query number from 1, id)."""
+        if self.am == "gpuivf":
+            return (f"SELECT query, key FROM gpuivf_search('{index}'::regclass, "
+                    f"%s::real[], %s, 'id', NULL::bigint)")
+        return (f"SELECT q.i, s.id FROM unnest(%s::vector[]) WITH ORDINALITY q(v, i) "
+                f"CROSS JOIN LATERAL (SELECT id FROM {table} "
+                f"ORDER BY embedding {OPERATORS[metric]} q.v LIMIT %s) s")
+
+
+SQL_ENGINES = {
+    "gpuivf": SqlEngine("gpuivf", "gpuivf", "real[]", "real", "gpuivf.probes", "gpuindex"),
+    "ivfflat": SqlEngine("ivfflat", "ivfflat", "vector", "vector", "ivfflat.probes", "vector"),
+    "hnsw": SqlEngine("hnsw", "hnsw", "vector", "vector", "hnsw.ef_search", "vector"),
+}
+
+
+def batch_literal(queries, coltype):
+    """The queries of a batch as one text literal: real[][] or vector[]."""
+    rows = [",".join(repr(float(f)) for f in q) for q in queries]
+    if coltype == "real[]":
+        return "{" + ",".join("{" + r + "}" for r in rows) + "}"
+    return "{" + ",".join('"[' + r + ']"' for r in rows) + "}"

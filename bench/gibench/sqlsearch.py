@@ -1,0 +1,64 @@
+"""Running k-NN queries through SQL: one client (our own timed loop, per-query latency
+and the ids for recall), many clients (pgbench with a custom script), and one round trip
+for a whole batch (gpuivf_search for gpuivf, a LATERAL join for pgvector)."""
+import re
+import subprocess
+import time
+
+from . import db
+from .engines import batch_literal
+
+
+def set_knob(conn, engine, value):
+    conn.execute(f"SET {engine.knob} = {int(value)}")
+
+
+def single_client(conn, engine, table, metric, queries, k=10, warmup=20):
+    """(ids per query, latencies in seconds) for queries run one by one, prepared."""
+    sql = engine.knn_sql(table, metric)
+    lits = [db.literal(q, engine.coltype) for q in queries]
+    with conn.cursor() as cur:
+        for lit in lits[:warmup]:
+            cur.execute(sql, (lit, k), prepare=True).fetchall()
+        found, lat = [], []
+        for lit in lits:
+            t0 = time.perf_counter()
+            rows = cur.execute(sql, (lit, k), prepare=True).fetchall()
+            lat.append(time.perf_counter() - t0)
+            found.append([r[0] for r in rows])
+    return found, lat
+
+
+def batch(conn, engine, index, table, metric, queries, k=10):
+    """(ids per query, seconds) for all queries in one statement."""
+    sql = engine.batch_sql(index, table, metric)
+    lit = batch_literal(queries, engine.coltype)
+    t0 = time.perf_counter()
+    rows = conn.execute(sql, (lit, k)).fetchall()
+    secs = time.perf_counter() - t0
+    found = [[] for _ in queries]
+    base = min((r[0] for r in rows), default=1)   # query numbers may start at 0 or 1
+    for q, rid in rows:
+        found[q - base].append(rid)
+    return found, secs
+
+
+def pgbench(cluster, engine, table, qtable, metric, nq, clients, seconds, knob_value,
+            k=10, workdir=None, gucs=None):
+    """Transactions (queries) per second of `clients` pgbench sessions, each query a
+    random row of the queries table."""
+    script = (workdir or cluster.dir) / f"knn-{engine.name}.sql"
+    script.write_text(engine.pgbench_script(table, qtable, metric, nq, k))
+    script.chmod(0o644)
+    cmd = [cluster.bin("pgbench"), "-n", "-M", "prepared", "-f", str(script),
+           "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds)]
+    res = subprocess.run(cmd, env=cluster.env(**{engine.knob: knob_value}, **(gucs or {})),
+                         text=True,
+                         capture_output=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"pgbench failed: {res.stderr[-2000:]}")
+    m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", res.stdout)
+    failed = re.search(r"number of failed transactions: (\d+)", res.stdout)
+    if failed and int(failed.group(1)):
+        raise RuntimeError(f"pgbench: {failed.group(1)} failed transactions")
+    return float(m.group(1))

@@ -1,0 +1,28 @@
+#!/bin/bash
+# The one entry command of gpuindex's benchmarks (issue 5):
+#   bash bench/run.sh SCENARIO [options]       SCENARIO: build search stream mutate orient all
+#   bash bench/run.sh --help
+# Prepares everything first: the Python environment (bench/.cache/venv), Debian's pgvector
+# source package built against $PG_CONFIG, and gpuindex itself (make && make install;
+# BENCH_SKIP_INSTALL=1 uses what is installed).  Then starts a private PostgreSQL
+# (port 54395, /tmp/gpuindex-bench), runs the scenario and writes docs/benchmarks/.
+# On a GPU host: source <(bash test/gpu/setup-postgres.sh DIR) first, so that
+# PG_CONFIG/PG_BIN/PG_USER point at that PostgreSQL.  Not part of the tests.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+export PG_CONFIG=${PG_CONFIG:-pg_config}
+sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+embed=
+case " $* " in *minilm*) embed=--embed ;; esac
+py=$(bash "$here/setup/python.sh" $embed)
+case " $* " in *" --help "* | *" -h "*) exec "$py" "$here/bench.py" --help ;; esac
+
+if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
+	echo "bench: building and installing gpuindex" >&2
+	make -s -C "$root" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" >/dev/null
+	sudo_if make -s -C "$root" PG_CONFIG="$PG_CONFIG" install >/dev/null
+fi
+bash "$here/setup/pgvector.sh" >/dev/null
+exec "$py" "$here/bench.py" "$@"
