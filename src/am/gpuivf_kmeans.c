@@ -24,36 +24,8 @@
 #include "utils/memutils.h"
 
 #include "gpuivf.h"
+#include "gi_kmeans.h"
 #include "host_store.h"
-
-static inline float
-dot(const float4 *a, const float4 *b, int dim)
-{
-	float		s0 = 0,
-				s1 = 0,
-				s2 = 0,
-				s3 = 0,
-				s4 = 0,
-				s5 = 0,
-				s6 = 0,
-				s7 = 0;
-	int			i = 0;
-
-	for (; i + 8 <= dim; i += 8)
-	{
-		s0 += a[i] * b[i];
-		s1 += a[i + 1] * b[i + 1];
-		s2 += a[i + 2] * b[i + 2];
-		s3 += a[i + 3] * b[i + 3];
-		s4 += a[i + 4] * b[i + 4];
-		s5 += a[i + 5] * b[i + 5];
-		s6 += a[i + 6] * b[i + 6];
-		s7 += a[i + 7] * b[i + 7];
-	}
-	for (; i < dim; i++)
-		s0 += a[i] * b[i];
-	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-}
 
 static void
 gpuivf_kmeans_check(void *arg)
@@ -127,13 +99,13 @@ gpuivf_nearest_list(const float4 *centroids, const float4 *cnorms, uint32 lists,
 		switch (metric)
 		{
 			case GI_METRIC_L2:
-				d = cnorms[c] * cnorms[c] - 2.0f * dot(vec, cv, dim);
+				d = cnorms[c] * cnorms[c] - 2.0f * gi_km_dot(vec, cv, dim);
 				break;
 			case GI_METRIC_IP:
-				d = -dot(vec, cv, dim);
+				d = -gi_km_dot(vec, cv, dim);
 				break;
 			default:
-				d = cnorms[c] > 0.0f ? -dot(vec, cv, dim) / cnorms[c] : FLT_MAX;
+				d = cnorms[c] > 0.0f ? -gi_km_dot(vec, cv, dim) / cnorms[c] : FLT_MAX;
 				break;
 		}
 		if (d < bestd)

@@ -156,4 +156,38 @@ gi_kmeans_prepare(float *samples, uint32_t n, uint32_t dim, bool spherical)
 	return kept;
 }
 
+/*
+ * Dot product in float with eight partial sums: the order of the sums is
+ * part of the CPU k-means' deterministic result, so every CPU caller uses
+ * this one.
+ */
+static inline float
+gi_km_dot(const float *a, const float *b, uint32_t dim)
+{
+	float		s0 = 0,
+				s1 = 0,
+				s2 = 0,
+				s3 = 0,
+				s4 = 0,
+				s5 = 0,
+				s6 = 0,
+				s7 = 0;
+	uint32_t	i = 0;
+
+	for (; i + 8 <= dim; i += 8)
+	{
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+		s4 += a[i + 4] * b[i + 4];
+		s5 += a[i + 5] * b[i + 5];
+		s6 += a[i + 6] * b[i + 6];
+		s7 += a[i + 7] * b[i + 7];
+	}
+	for (; i < dim; i++)
+		s0 += a[i] * b[i];
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
 #endif							/* GI_KMEANS_H */
