@@ -18,6 +18,13 @@
  * a query are split over several blocks to fill the GPU, and a merge
  * kernel combines their partial top-k lists.
  *
+ * Large batches, where a list is probed by several queries of the batch:
+ * the (query, list) units are sorted by list and cut into tiles of up to
+ * GI_CU_TILE_Q units of one list; a block walks the list once and scores
+ * each slab for all the tile's queries (gi_k_scan_tile), so memory traffic
+ * falls by up to that factor; the merge kernel combines each query's
+ * per-list top-k lists as above.
+ *
  * Larger k (the SQL scan doubles k when it needs more rows): the same scan
  * appends every candidate of the probed lists, counted beforehand from
  * the per-list row counts, to a buffer; two stable CUB segmented sorts
@@ -33,6 +40,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_select.cuh>
 
 #include "cuda_store.h"
 #include "cuda_topk.cuh"
@@ -43,6 +51,9 @@
 #define GI_CU_MAX_GROUPS	1024
 /* partial top-k lists of list-ordered units, at most (bytes) */
 #define GI_CU_ORDER_BUDGET	((size_t) 128 << 20)
+/* queries per multi-query tile, and the tile block's shared memory bound */
+#define GI_CU_TILE_Q		8
+#define GI_CU_TILE_SMEM_MAX	((size_t) 100 << 10)
 /* device scratch for one chunk of queries */
 #define GI_CU_QUERY_BUDGET	((size_t) 256 << 20)
 /* candidates held at once on the large-k path */
@@ -62,6 +73,11 @@ struct gi_scan_args
 	uint32_t	cap;
 	uint32_t	max_steps;		/* chain walk bound: the pool's size */
 	const uint32_t *order;		/* block -> unit, or NULL for the identity */
+	/* multi-query tiles (gi_k_scan_tile) */
+	const uint32_t *okeys;		/* list of each list-ordered unit */
+	const uint32_t *tiles;		/* first ordered unit of each tile */
+	const uint32_t *ntiles;		/* tiles (device) */
+	uint32_t	nunits;
 	int			metric;
 	uint32_t   *flags;
 	/* top-k outputs: final (G == 1) or partial (G > 1) */
@@ -362,6 +378,286 @@ gi_k_scan(gi_scan_args a)
 	}
 }
 
+/*
+ * Many queries per list: a tile is (one probed list, up to Q of the units
+ * that probe it, consecutive in list order).  The block walks the list's
+ * chain once and every warp scores its slab for all Q queries, so a slab
+ * is loaded once per tile instead of once per unit: Q times less traffic,
+ * and each loaded word feeds Q FMAs instead of one.  The queries sit in
+ * shared memory (read as broadcast float4); each keeps its own running
+ * top-k there.  Per (query, slot) the arithmetic is that of
+ * gi_slab_distance, in the same order (even and odd words in two sums), so
+ * a query gets bitwise the same distances alone or in a batch.
+ */
+#define GI_CU_TILE_SQ 256		/* slab queue of a tile */
+
+template <int Q>
+__device__ __forceinline__ void
+gi_scan_slab_tile(const gi_scan_args &a, uint32_t slab, const float *qs,
+				  uint32_t Wp, const float *qn, uint32_t nqt,
+				  gi_topk_state *ts, float *sd, uint64_t *sk)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	const gi_dslab *h = &a.slabs[slab];
+	uint32_t	bm = gi_ld_acquire(&h->bitmap);
+	const unsigned int *p;
+	float		acc0[Q];
+	float		acc1[Q];
+	float		nrm0 = 0.0f;
+	float		nrm1 = 0.0f;
+	uint32_t	j = 0;
+	uint64_t	key = 0;
+	bool		valid;
+	int			qq;
+
+	if (bm == 0)
+		return;					/* warp-uniform */
+	p = (const unsigned int *) h->data + lane;
+#pragma unroll
+	for (qq = 0; qq < Q; qq++)
+	{
+		acc0[qq] = 0.0f;
+		acc1[qq] = 0.0f;
+	}
+	for (; j + GI_CU_ILP <= a.W; j += GI_CU_ILP)
+	{
+		float		x[GI_CU_ILP];
+		int			t;
+
+		gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+		if (a.metric != GI_METRIC_L2)
+		{
+#pragma unroll
+			for (t = 0; t < GI_CU_ILP; t += 2)
+			{
+				nrm0 = fmaf(x[t], x[t], nrm0);
+				nrm1 = fmaf(x[t + 1], x[t + 1], nrm1);
+			}
+		}
+#pragma unroll
+		for (qq = 0; qq < Q; qq++)
+		{
+			const float4 *qv = (const float4 *) (qs + (size_t) qq * Wp + j);
+
+			if ((uint32_t) qq >= nqt)
+				break;
+#pragma unroll
+			for (t = 0; t < GI_CU_ILP; t += 4)
+			{
+				float4		v = qv[t / 4];
+
+				if (a.metric == GI_METRIC_L2)
+				{
+					float		d0 = x[t] - v.x;
+					float		d1 = x[t + 1] - v.y;
+					float		d2 = x[t + 2] - v.z;
+					float		d3 = x[t + 3] - v.w;
+
+					acc0[qq] = fmaf(d0, d0, acc0[qq]);
+					acc1[qq] = fmaf(d1, d1, acc1[qq]);
+					acc0[qq] = fmaf(d2, d2, acc0[qq]);
+					acc1[qq] = fmaf(d3, d3, acc1[qq]);
+				}
+				else
+				{
+					acc0[qq] = fmaf(x[t], v.x, acc0[qq]);
+					acc1[qq] = fmaf(x[t + 1], v.y, acc1[qq]);
+					acc0[qq] = fmaf(x[t + 2], v.z, acc0[qq]);
+					acc1[qq] = fmaf(x[t + 3], v.w, acc1[qq]);
+				}
+			}
+		}
+	}
+	for (; j < a.W; j++)
+	{
+		float		x = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS));
+
+		if (a.metric != GI_METRIC_L2)
+			nrm0 = fmaf(x, x, nrm0);
+#pragma unroll
+		for (qq = 0; qq < Q; qq++)
+		{
+			float		v;
+
+			if ((uint32_t) qq >= nqt)
+				break;
+			v = qs[(size_t) qq * Wp + j];
+			if (a.metric == GI_METRIC_L2)
+			{
+				float		d = x - v;
+
+				acc0[qq] = fmaf(d, d, acc0[qq]);
+			}
+			else
+				acc0[qq] = fmaf(x, v, acc0[qq]);
+		}
+	}
+	nrm0 += nrm1;
+	valid = (bm >> lane) & 1u;
+	if (valid)
+		key = __ldcg((const unsigned long long *) (h->data + (size_t) GI_SLAB_RECORDS * a.W) + lane);
+#pragma unroll
+	for (qq = 0; qq < Q; qq++)
+	{
+		float		s;
+		float		d;
+
+		if ((uint32_t) qq >= nqt)
+			break;
+		s = acc0[qq] + acc1[qq];
+		if (a.metric == GI_METRIC_L2)
+			d = gi_rank_float(s);
+		else if (a.metric == GI_METRIC_IP)
+			d = gi_rank_float(-s);
+		else if (qn[qq] == 0.0f || nrm0 == 0.0f)
+			d = __int_as_float(0x7f800000);
+		else
+			d = gi_rank_float(1.0f - s / (sqrtf(qn[qq]) * sqrtf(nrm0)));
+		gi_topk_offer(ts[qq], sd + (size_t) qq * a.cap, sk + (size_t) qq * a.cap,
+					  valid, d, key);
+	}
+}
+
+/* shared memory of a tile block for Q queries */
+static inline size_t
+gi_tile_smem(int Q, uint32_t cap, uint32_t W)
+{
+	return (size_t) Q * cap * (sizeof(uint64_t) + sizeof(float))
+		+ (size_t) Q * ((W + 3) & ~3u) * sizeof(float)
+		+ GI_CU_TILE_SQ * sizeof(uint32_t);
+}
+
+template <int Q>
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
+gi_k_scan_tile(gi_scan_args a)
+{
+	extern __shared__ __align__(16) unsigned char gi_smem[];
+	const uint32_t Wp = (a.W + 3) & ~3u;
+	uint64_t   *sk = (uint64_t *) gi_smem;
+	float	   *sd = (float *) (sk + (size_t) Q * a.cap);
+	float	   *qs = sd + (size_t) Q * a.cap;
+	uint32_t   *queue = (uint32_t *) (qs + (size_t) Q * Wp);
+	__shared__ gi_topk_state ts[Q];
+	__shared__ uint32_t units[Q];
+	__shared__ float qn[Q];
+	__shared__ uint32_t qlen;
+	__shared__ uint32_t next;
+	const uint32_t tid = threadIdx.x;
+	const uint32_t warp = tid >> 5;
+	const uint32_t nwarps = blockDim.x >> 5;
+	uint32_t	start;
+	uint32_t	list;
+	uint32_t	nqt;
+	uint32_t	steps = 0;
+	uint32_t	i;
+
+	if (blockIdx.x >= *a.ntiles)
+		return;					/* block-uniform */
+	start = a.tiles[blockIdx.x];
+	list = a.okeys[start];
+	if (tid < Q)
+	{
+		uint32_t	o = start + tid;
+		bool		in = o < a.nunits && a.okeys[o] == list;
+		uint32_t	u = in ? a.order[o] : UINT32_MAX;
+
+		units[tid] = u;
+		qn[tid] = in ? a.qnorm[u / a.P] : 0.0f;
+		ts[tid].count = 0;
+		ts[tid].have = 0;
+		ts[tid].td = 0.0f;
+		ts[tid].tk = 0;
+	}
+	if (tid == 0)
+		next = gi_ld_acquire(&a.lists[2 * (size_t) list]);
+	/* the units of a list are consecutive, so the tile's are a prefix */
+	nqt = (uint32_t) __syncthreads_count(tid < Q && units[tid] != UINT32_MAX);
+	for (i = tid; i < (uint32_t) Q * Wp; i += blockDim.x)
+	{
+		uint32_t	qq = i / Wp;
+		uint32_t	j = i % Wp;
+
+		qs[i] = (qq < nqt && j < a.W) ? a.queries[(size_t) (units[qq] / a.P) * a.W + j] : 0.0f;
+	}
+
+	for (;;)
+	{
+		uint32_t	nq;
+		uint32_t	b;
+		bool		more;
+
+		/* one thread walks ahead; the chain is serial anyway */
+		if (tid == 0)
+		{
+			uint32_t	n = 0;
+			uint32_t	cur = next;
+
+			while (cur != GI_NIL && n < GI_CU_TILE_SQ)
+			{
+				queue[n++] = cur;
+				if (++steps > a.max_steps)
+				{
+					atomicOr(a.flags, GI_CU_FLAG_CHAIN);
+					cur = GI_NIL;
+					break;
+				}
+				cur = gi_ld_acquire(&a.slabs[cur].next);
+			}
+			qlen = n;
+			next = cur;
+		}
+		__syncthreads();
+		nq = qlen;
+		more = next != GI_NIL;
+		for (b = 0; b < nq; b += nwarps)
+		{
+			bool		flush;
+			int			qq;
+
+			if (b + warp < nq)
+				gi_scan_slab_tile<Q>(a, queue[b + warp], qs, Wp, qn, nqt, ts, sd, sk);
+			/*
+			 * The first barrier ends the round's appends (a predicate of
+			 * __syncthreads_or is evaluated before its barrier, while
+			 * other warps may still append); then each warp flushes its
+			 * queries' buffers, all at once.
+			 */
+			__syncthreads();
+			flush = __syncthreads_or(tid < nqt && ts[tid].count > a.cap - blockDim.x) != 0;
+			if (flush)
+			{
+				for (qq = (int) warp; qq < (int) nqt; qq += (int) nwarps)
+					if (ts[qq].count > a.cap - blockDim.x)
+						gi_topk_flush_warp(ts[qq], sd + (size_t) qq * a.cap,
+										   sk + (size_t) qq * a.cap, a.k);
+				__syncthreads();
+			}
+		}
+		__syncthreads();
+		if (!more)
+			break;
+	}
+
+	/* the loop ended on a barrier: warp w finishes queries w, w + 8, ... */
+	for (i = warp; i < nqt; i += nwarps)
+	{
+		const uint32_t u = units[i];
+		const float *d = sd + (size_t) i * a.cap;
+		const uint64_t *kk = sk + (size_t) i * a.cap;
+		uint32_t	lane = tid & 31;
+		uint32_t	r;
+
+		gi_topk_flush_warp(ts[i], sd + (size_t) i * a.cap, sk + (size_t) i * a.cap, a.k);
+		for (r = lane; r < ts[i].count; r += 32)
+		{
+			a.cd[(size_t) u * a.k + r] = d[r];
+			a.ck[(size_t) u * a.k + r] = kk[r];
+		}
+		if (lane == 0)
+			a.cn[u] = ts[i].count;
+	}
+}
+
 /* combine the G partial top-k lists of each query */
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
 gi_k_merge(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
@@ -496,6 +792,27 @@ gi_k_order_init(const uint32_t *__restrict__ probes, uint32_t P, uint32_t n,
 	}
 }
 
+/* multi-query tiles: the first ordered unit of each list */
+__global__ void
+gi_k_tile_seg(const uint32_t *__restrict__ skeys, uint32_t n, uint32_t *seg)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n && (i == 0 || skeys[i] != skeys[i - 1]))
+		seg[skeys[i]] = i;
+}
+
+/* a tile starts at every Q-th unit of a list */
+__global__ void
+gi_k_tile_flag(const uint32_t *__restrict__ skeys, uint32_t n, uint32_t Q,
+			   const uint32_t *__restrict__ seg, unsigned char *flag)
+{
+	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		flag[i] = (i - seg[skeys[i]]) % Q == 0;
+}
+
 /* ---- host side ------------------------------------------------------------ */
 
 /* blocks per query: enough units to fill the GPU when queries are few */
@@ -523,6 +840,7 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	uint32_t	G = gi_cu_groups(qc, a.P);
 	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(float))
 		+ GI_CU_SQ * sizeof(uint32_t);
+	bool		tiles;
 	gi_status	st;
 
 	/*
@@ -532,7 +850,9 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	 * each query's P partial lists.  Within a scratch budget only.
 	 */
 	a.order = NULL;
-	if (G == 1 && a.P > 1 && a.P <= GI_CU_MAX_GROUPS &&
+	tiles = (size_t) qc * a.P >= 2 * (size_t) s->params.nlists &&
+		gi_tile_smem(GI_CU_TILE_Q, cap, a.W) <= GI_CU_TILE_SMEM_MAX;
+	if (G == 1 && (a.P > 1 || tiles) && a.P <= GI_CU_MAX_GROUPS &&
 		(size_t) qc * a.P * a.k * (sizeof(float) + sizeof(uint64_t)) <= GI_CU_ORDER_BUDGET)
 	{
 		size_t		n = (size_t) qc * a.P;
@@ -569,6 +889,77 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 												  bits, s->ss));
 		a.order = (const uint32_t *) s->s_order.p;
 		G = a.P;
+
+		/*
+		 * When lists are probed by several queries of the batch on
+		 * average, score them in tiles of GI_CU_TILE_Q queries: each slab
+		 * is loaded once per tile.  Tiles are found on the device (no
+		 * round trip): each list's first unit, a flag on every Q-th unit
+		 * of a list, and a stream compaction of the flagged positions.
+		 */
+		if (tiles)
+		{
+			size_t		sel = 0;
+			uint32_t   *seg;
+			uint32_t	grid;
+
+			st = gi_cu_buf_reserve(&s->s_seg, ((size_t) s->params.nlists + 1) * sizeof(uint32_t));
+			if (st == GI_OK)
+				st = gi_cu_buf_reserve(&s->s_tflag, n);
+			if (st == GI_OK)
+				st = gi_cu_buf_reserve(&s->s_tile, n * sizeof(uint32_t));
+			if (st != GI_OK)
+				return st;
+			seg = (uint32_t *) s->s_seg.p;
+			gi_k_tile_seg<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(
+				(const uint32_t *) s->s_okey2.p, (uint32_t) n, seg);
+			GI_CU_TRY(cudaGetLastError());
+			gi_k_tile_flag<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(
+				(const uint32_t *) s->s_okey2.p, (uint32_t) n, GI_CU_TILE_Q, seg,
+				(unsigned char *) s->s_tflag.p);
+			GI_CU_TRY(cudaGetLastError());
+			/* s_oval holds 0 .. n-1 (gi_k_order_init); the radix sort read it */
+			GI_CU_TRY(cub::DeviceSelect::Flagged(NULL, sel, (const uint32_t *) s->s_oval.p,
+												 (const unsigned char *) s->s_tflag.p,
+												 (uint32_t *) s->s_tile.p,
+												 seg + s->params.nlists, (int64_t) n, s->ss));
+			st = gi_cu_buf_reserve(&s->s_tmp, sel);
+			if (st != GI_OK)
+				return st;
+			GI_CU_TRY(cub::DeviceSelect::Flagged(s->s_tmp.p, sel, (const uint32_t *) s->s_oval.p,
+												 (const unsigned char *) s->s_tflag.p,
+												 (uint32_t *) s->s_tile.p,
+												 seg + s->params.nlists, (int64_t) n, s->ss));
+			st = gi_cu_buf_reserve(&s->s_cd, n * a.k * sizeof(float));
+			if (st == GI_OK)
+				st = gi_cu_buf_reserve(&s->s_ck, n * a.k * sizeof(uint64_t));
+			if (st == GI_OK)
+				st = gi_cu_buf_reserve(&s->s_cn, n * sizeof(uint32_t));
+			if (st != GI_OK)
+				return st;
+			a.cap = cap;
+			a.G = G;
+			a.cd = (float *) s->s_cd.p;
+			a.ck = (uint64_t *) s->s_ck.p;
+			a.cn = (uint32_t *) s->s_cn.p;
+			a.okeys = (const uint32_t *) s->s_okey2.p;
+			a.tiles = (const uint32_t *) s->s_tile.p;
+			a.ntiles = seg + s->params.nlists;
+			a.nunits = (uint32_t) n;
+			/* at most one partial tile per list beyond n / Q full ones */
+			grid = (uint32_t) (n / GI_CU_TILE_Q +
+							   (n < s->params.nlists ? n : s->params.nlists));
+			smem = gi_tile_smem(GI_CU_TILE_Q, cap, a.W);
+			GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q>,
+										   cudaFuncAttributeMaxDynamicSharedMemorySize,
+										   (int) smem));
+			gi_k_scan_tile<GI_CU_TILE_Q><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+			GI_CU_TRY(cudaGetLastError());
+			gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) cap * (sizeof(uint64_t) + sizeof(float)),
+				s->ss>>>(a.cd, a.ck, a.cn, G, a.k, cap, d_hits, d_found);
+			GI_CU_TRY(cudaGetLastError());
+			return GI_OK;
+		}
 	}
 
 	a.cap = cap;

@@ -549,7 +549,7 @@ gi_cu_store_destroy(gi_store *s)
 			&s->s_rkey, &s->s_probe, &s->s_hits, &s->s_found, &s->s_cd,
 			&s->s_ck, &s->s_cn, &s->s_cnt, &s->s_beg, &s->s_cur, &s->s_gd0,
 			&s->s_gk0, &s->s_gd1, &s->s_gk1, &s->s_tmp, &s->s_okey, &s->s_okey2,
-			&s->s_oval, &s->s_order
+			&s->s_oval, &s->s_order, &s->s_seg, &s->s_tflag, &s->s_tile
 		};
 
 		for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)

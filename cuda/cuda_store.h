@@ -274,6 +274,9 @@ struct gi_store
 	gi_cu_buf	s_okey2;		/* unit ids, and the order */
 	gi_cu_buf	s_oval;
 	gi_cu_buf	s_order;
+	gi_cu_buf	s_seg;			/* multi-query tiles: first unit of each list, */
+	gi_cu_buf	s_tflag;		/* tile-start flags, tile starts and count */
+	gi_cu_buf	s_tile;
 	gi_cu_hbuf	h_cnt;
 	gi_cu_hbuf	h_beg;
 	gi_cu_pinned p_q;			/* queries on their way up */

@@ -206,6 +206,28 @@ gi_topk_init(gi_topk_state &ts)
 	}
 }
 
+/* compare-exchange t of a bitonic stage (merge size `size`, distance `stride`) */
+__device__ __forceinline__ void
+gi_bitonic_pair(float *sd, uint64_t *sk, uint32_t t, uint32_t size, uint32_t stride)
+{
+	uint32_t	lo = 2 * t - (t & (stride - 1));
+	uint32_t	hi = lo + stride;
+	bool		up = (lo & size) == 0;
+	float		dl = sd[lo];
+	float		dh = sd[hi];
+	uint64_t	kl = sk[lo];
+	uint64_t	kh = sk[hi];
+	bool		sw = up ? gi_hit_less(dh, kh, dl, kl) : gi_hit_less(dl, kl, dh, kh);
+
+	if (sw)
+	{
+		sd[lo] = dh;
+		sd[hi] = dl;
+		sk[lo] = kh;
+		sk[hi] = kl;
+	}
+}
+
 /* ascending (distance, key) bitonic sort of cap entries (power of two) */
 __device__ __forceinline__ void
 gi_bitonic_sort(float *sd, uint64_t *sk, uint32_t cap)
@@ -221,25 +243,7 @@ gi_bitonic_sort(float *sd, uint64_t *sk, uint32_t cap)
 		for (stride = size >> 1; stride > 0; stride >>= 1)
 		{
 			for (t = tid; t < cap / 2; t += bs)
-			{
-				uint32_t	lo = 2 * t - (t & (stride - 1));
-				uint32_t	hi = lo + stride;
-				bool		up = (lo & size) == 0;
-				float		dl = sd[lo];
-				float		dh = sd[hi];
-				uint64_t	kl = sk[lo];
-				uint64_t	kh = sk[hi];
-				bool		sw = up ? gi_hit_less(dh, kh, dl, kl)
-					: gi_hit_less(dl, kl, dh, kh);
-
-				if (sw)
-				{
-					sd[lo] = dh;
-					sd[hi] = dl;
-					sk[lo] = kh;
-					sk[hi] = kl;
-				}
-			}
+				gi_bitonic_pair(sd, sk, t, size, stride);
 			__syncthreads();
 		}
 	}
@@ -247,6 +251,7 @@ gi_bitonic_sort(float *sd, uint64_t *sk, uint32_t cap)
 
 /*
  * Sort the buffer and keep the best min(count, k); every thread calls it.
+ * cap >= 2 is a power of two.
  * Afterwards sd/sk[0 .. ts.count) hold the best entries in order.
  */
 __device__ __forceinline__ void
@@ -256,16 +261,21 @@ gi_topk_flush(gi_topk_state &ts, float *sd, uint64_t *sk, uint32_t cap,
 	uint32_t	n;
 	uint32_t	i;
 
+	uint32_t	size = 2;
+
 	__syncthreads();
 	n = ts.count;
+	/* only the filled part, rounded up to a power of two, is sorted */
+	while (size < n)
+		size <<= 1;
 	/* padding sorts last: (+Inf, max key) is the largest pair there is */
-	for (i = n + threadIdx.x; i < cap; i += blockDim.x)
+	for (i = n + threadIdx.x; i < size; i += blockDim.x)
 	{
 		sd[i] = __int_as_float(0x7f800000);
 		sk[i] = UINT64_MAX;
 	}
 	__syncthreads();
-	gi_bitonic_sort(sd, sk, cap);
+	gi_bitonic_sort(sd, sk, size);
 	if (threadIdx.x == 0)
 	{
 		uint32_t	keep = n < k ? n : k;
@@ -279,6 +289,53 @@ gi_topk_flush(gi_topk_state &ts, float *sd, uint64_t *sk, uint32_t cap,
 		}
 	}
 	__syncthreads();
+}
+
+/*
+ * The same for one warp alone, so that the warps of a block can flush the
+ * buffers of different queries at once (gi_k_scan_tile): a bitonic sort of
+ * the filled part with __syncwarp between the stages.
+ */
+__device__ __forceinline__ void
+gi_topk_flush_warp(gi_topk_state &ts, float *sd, uint64_t *sk, uint32_t k)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	uint32_t	n = ts.count;
+	uint32_t	size = 2;
+	uint32_t	i;
+	uint32_t	sz;
+	uint32_t	stride;
+
+	while (size < n)
+		size <<= 1;
+	for (i = n + lane; i < size; i += 32)
+	{
+		sd[i] = __int_as_float(0x7f800000);
+		sk[i] = UINT64_MAX;
+	}
+	__syncwarp();
+	for (sz = 2; sz <= size; sz <<= 1)
+	{
+		for (stride = sz >> 1; stride > 0; stride >>= 1)
+		{
+			for (i = lane; i < size / 2; i += 32)
+				gi_bitonic_pair(sd, sk, i, sz, stride);
+			__syncwarp();
+		}
+	}
+	if (lane == 0)
+	{
+		uint32_t	keep = n < k ? n : k;
+
+		ts.count = keep;
+		if (keep == k)
+		{
+			ts.have = 1;
+			ts.td = sd[k - 1];
+			ts.tk = sk[k - 1];
+		}
+	}
+	__syncwarp();
 }
 
 /*

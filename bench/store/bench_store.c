@@ -9,7 +9,8 @@
  *
  *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
  *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
- *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only).
+ *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
+ *	 BENCH_PROFILE=B:P (build, then 3 searches of batch B, P probes: for ncu).
  *	 Works with an older module too (without the profile, copy-helper and
  *	 chunk hooks it runs one configuration and counts device bytes with the
  *	 old layout's formula), for before/after runs on the same machine.
@@ -32,6 +33,7 @@
 
 #include "gi_backend.h"
 #include "gi_cuda_test.h"
+#include "synth.h"
 
 static const gi_backend_ops *C;
 static gi_cuda_store_set_timing_fn set_timing;
@@ -49,32 +51,6 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static uint64_t rs = 88172645463325252ull;
-
-static uint64_t
-rnext(void)
-{
-	rs ^= rs >> 12;
-	rs ^= rs << 25;
-	rs ^= rs >> 27;
-	return rs * UINT64_C(2685821657736338717);
-}
-
-static double
-runif(void)
-{
-	return (double) (rnext() >> 11) / 9007199254740992.0;
-}
-
-static float
-rgauss(void)
-{
-	double		u = runif() + 1e-12;
-	double		v = runif();
-
-	return (float) (sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
 }
 
 static int
@@ -325,27 +301,7 @@ main(int argc, char **argv)
 	hits = malloc((size_t) NQ * 64 * sizeof(gi_hit));
 	truth = malloc((size_t) NT * 10 * sizeof(gi_hit));
 	found = malloc(NQ * sizeof(uint32_t));
-	for (i = 0; i < nclusters * dim; i++)
-		centers[i] = (float) (2.0 * runif() - 1.0);
-	for (i = 0; i < N; i++)
-	{
-		const float *c = centers + (size_t) (rnext() % nclusters) * dim;
-		uint32_t	j;
-
-		for (j = 0; j < dim; j++)
-			x[(size_t) i * dim + j] = c[j] + 0.25f * rgauss();
-		keys[i] = ((uint64_t) (i / 100) << 16) | (i % 100 + 1);	/* TID-like */
-	}
-	for (i = 0; i < NQ; i++)
-	{
-		const float *c = centers + (size_t) (rnext() % nclusters) * dim;
-		uint32_t	j;
-
-		for (j = 0; j < dim; j++)
-			qs[(size_t) i * dim + j] = c[j] + 0.25f * rgauss();
-	}
-	for (i = 0; i < nlists; i++)
-		memcpy(cent + (size_t) i * dim, x + (size_t) (rnext() % N) * dim, rb);
+	synth_generate(N, dim, nclusters, NQ, nlists, centers, x, keys, qs, cent);
 	t0 = now_ms();
 	assign_lists(cent, nlists, dim, x, N, lists);
 	t1 = now_ms();
@@ -419,6 +375,29 @@ main(int argc, char **argv)
 		snprintf(note, sizeof(note), "slabs used %" PRIu64 " of %" PRIu64 ", fill %.1f%%",
 				 stt.slabs_used, stt.slabs_total, 100.0 * stt.rows / (32.0 * stt.slabs_used));
 		row("memory", params, "slab fill", 100.0 * stt.rows / (32.0 * stt.slabs_used), "%", 0, note);
+	}
+
+	/* BENCH_PROFILE=B:P: only 3 searches of batch B with P probes, for a profiler */
+	if (getenv("BENCH_PROFILE"))
+	{
+		unsigned	B = 10000;
+		unsigned	P = 16;
+		int			r;
+
+		if (sscanf(getenv("BENCH_PROFILE"), "%u:%u", &B, &P) != 2 || B > NQ || P == 0)
+		{
+			fprintf(stderr, "BENCH_PROFILE=B:P with B <= %u\n", NQ);
+			return 1;
+		}
+		for (r = 0; r < 3; r++)
+		{
+			t0 = now_ms();
+			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs, P, 10, hits, found);
+			if (st != GI_OK)
+				die("search", st);
+			printf("profile search batch %u probes %u: %.3f ms\n", B, P, now_ms() - t0);
+		}
+		return 0;
 	}
 
 	/* ---- search: ground truth, recall and QPS (BENCH_SKIP_SEARCH=1 skips) ---- */

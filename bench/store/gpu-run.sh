@@ -9,6 +9,7 @@
 #   bash bench/store/gpu-run.sh OUTDIR [NEW.so] [OLD.so]
 #   GI_RUN_DIFF=1   also run test/gpu/test_cuda_backend.run on NEW.so
 #   GI_RUN_4096=0   skip the 4,096-list run
+#   GI_OLD_SEARCH=1 run the old module's search sweep too
 #
 # Builds nothing: bench_store.run, plan_bench.run (make -C bench/store all
 # plan) and test_cuda_backend.run (make -C test/gpu) come prebuilt.
@@ -40,8 +41,11 @@ BENCH_N=1000000 timeout 300 "$here/bench_store.run" "$new" "$out/new1024" >"$out
 grep -E "ingest|memory|delete|window|profile" "$out/bench_new_1024.txt" | cut -c1-260
 
 if [ -n "$old" ]; then
-	echo "== bench_store, old module, 1,024 lists, mutations only"
-	BENCH_N=1000000 BENCH_SKIP_SEARCH=1 timeout 200 "$here/bench_store.run" "$old" >"$out/bench_old_1024.txt" 2>&1 || status=1
+	# GI_OLD_SEARCH=1: the old module's search sweep too (a search change)
+	skip=(BENCH_SKIP_SEARCH=1)
+	[ -n "${GI_OLD_SEARCH:-}" ] && skip=()
+	echo "== bench_store, old module, 1,024 lists ${skip[*]}"
+	env "${skip[@]}" BENCH_N=1000000 timeout 300 "$here/bench_store.run" "$old" >"$out/bench_old_1024.txt" 2>&1 || status=1
 	grep -E "ingest|memory|delete|window" "$out/bench_old_1024.txt" | cut -c1-260
 fi
 

@@ -51,6 +51,9 @@ if command -v compute-sanitizer >/dev/null; then
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "random differential, 1-slab"
 	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-largek "$t_race" env GI_TEST_SCALE=0.05 \
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "large k"
+	# multi-query tiles: per-query top-k buffers and queries in shared memory
+	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-tiles "$t_race" env GI_TEST_SCALE=0.05 \
+		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "large batches"
 	# k-means: block scans and reductions of the k-means++ pick, the update
 	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-kmeans "$t_race" env GI_TEST_SCALE=0.05 \
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "k-means"

@@ -895,6 +895,103 @@ out:
 	free(pay);
 }
 
+/*
+ * Large batches: lists probed by many queries of a batch are scored in
+ * multi-query tiles (cuda_search.cu).  Against the host for each metric, k
+ * on both sides of the tile path's bounds, a dimension that is not a
+ * multiple of 16 (word tail and padded query rows), deleted records
+ * (partly valid and empty slabs) and grid vectors (exact ties); and every
+ * query's hits in the batch bitwise equal to its hits searched alone.
+ */
+static void
+test_batch_tiles(void)
+{
+	pair		p;
+	rng			r = {4242};
+	uint32_t	n = 2000 + (uint32_t) scaled(10000);
+	uint32_t	dim = 37;
+	uint32_t	nq = 900;
+	uint32_t	nlists = 24;
+	uint32_t   *lists = malloc(n * sizeof(uint32_t));
+	uint64_t   *keys = malloc(n * sizeof(uint64_t));
+	float	   *pay = malloc((size_t) n * dim * sizeof(float));
+	static const uint32_t ks[] = {1, 10, 64, 256, 300, 600};
+	float	   *qs = NULL;
+	uint32_t	i;
+	int			m;
+
+	if (!pair_open(&p, nlists, dim, 0, true, 0, &r))
+		goto out;
+	for (i = 0; i < n; i++)
+	{
+		random_vector(&r, pay + (size_t) i * dim, dim, true);
+		lists[i] = nearest_list(&p, pay + (size_t) i * dim);
+		keys[i] = (uint64_t) i * 104729 + 3;
+	}
+	do_insert(&p, n, lists, keys, pay, "tiles fill");
+	/* every third record gone: partly valid slabs, some empty */
+	for (i = 0; i < n / 3; i++)
+		keys[i] = (uint64_t) (3 * i) * 104729 + 3;
+	do_delete(&p, n / 3, keys, "tiles delete");
+	qs = random_queries(&p, &r, nq);
+	/* shortened under the sanitizers (scale < 1): L2, one k per path */
+	for (m = 0; m < (scale < 1.0 ? 1 : 3); m++)
+	{
+		uint32_t	t;
+
+		for (t = 0; t < sizeof(ks) / sizeof(ks[0]); t++)
+			if (scale >= 1.0 || ks[t] == 10 || ks[t] == 300)
+				compare_search(&p, (gi_metric) m, nq, qs, 1 + (t * 5 + (uint32_t) m) % nlists, ks[t],
+						   "multi-query tiles");
+	}
+
+	/* batch vs alone: the same arithmetic, so the same bits */
+	{
+		uint32_t	k = 10;
+		uint32_t	probes = 6;
+		gi_hit	   *hb = malloc((size_t) nq * k * sizeof(gi_hit));
+		uint32_t   *fb = malloc(nq * sizeof(uint32_t));
+		gi_hit		h1[10];
+		uint32_t	f1;
+		uint32_t	bad = 0;
+
+		EXPECT(C->ivf_search(p.c, p.cent, dim, GI_METRIC_L2, nq, qs, probes, k, hb, fb) == GI_OK,
+			   "tiles batch: %s", C->last_error());
+		for (i = 0; i < nq && bad < 3; i += 37)
+		{
+			uint32_t	j;
+
+			EXPECT(C->ivf_search(p.c, p.cent, dim, GI_METRIC_L2, 1, qs + (size_t) i * dim, probes,
+								 k, h1, &f1) == GI_OK, "tiles alone: %s", C->last_error());
+			if (f1 != fb[i])
+			{
+				bad++;
+				EXPECT(false, "query %u: found %u alone, %u in the batch", i, f1, fb[i]);
+				continue;
+			}
+			for (j = 0; j < f1; j++)
+				if (h1[j].key != hb[(size_t) i * k + j].key ||
+					memcmp(&h1[j].distance, &hb[(size_t) i * k + j].distance, sizeof(float)) != 0)
+				{
+					bad++;
+					EXPECT(false, "query %u rank %u: alone %" PRIu64 " %.9g, batch %" PRIu64 " %.9g",
+						   i, j, h1[j].key, (double) h1[j].distance,
+						   hb[(size_t) i * k + j].key, (double) hb[(size_t) i * k + j].distance);
+					break;
+				}
+		}
+		free(hb);
+		free(fb);
+	}
+	compare_contents(&p, "tiles");
+out:
+	pair_close(&p);
+	free(qs);
+	free(lists);
+	free(keys);
+	free(pay);
+}
+
 /* exact ties: identical vectors under many keys, order by key */
 static void
 test_ties(void)
@@ -1390,7 +1487,8 @@ test_concurrent_stress(void)
 		pthread_t	th;
 		uint64_t   *dels = malloc((size_t) batches * batch * sizeof(uint64_t));
 		uint32_t	ndel = 0;
-		uint32_t	nq = 16;
+		/* odd epochs: a batch large enough for the multi-query tiles */
+		uint32_t	nq = e % 2 ? 700 : 16;
 		uint32_t	k = 20;
 		float	   *qs = random_queries(&p, &r, nq);
 		gi_hit	   *ref = malloc((size_t) nq * k * sizeof(gi_hit));
@@ -1918,6 +2016,7 @@ static const test_case tests[] = {
 	{"random differential, 300 lists", test_diff_many_lists, false},
 	{"random differential, d=128", test_diff_wide, false},
 	{"large k (sort path)", test_large_k, false},
+	{"large batches (multi-query tiles)", test_batch_tiles, false},
 	{"exact distance ties", test_ties, false},
 	{"memory limit", test_memory_limit, false},
 	{"device out of memory (injected)", test_device_oom, true},
