@@ -391,48 +391,58 @@ gi_k_scan(gi_scan_args a)
  */
 #define GI_CU_TILE_SQ 256		/* slab queue of a tile */
 
-template <int Q>
+/*
+ * Score S slabs (S = 1, or 2 as an experiment: see gi_cu_tile_slabs) of
+ * one warp for the tile's queries: lane i takes slot i of each.  Results
+ * stay in registers: d[s][q] (ranked distance), valid[s], key[s].
+ */
+template <int Q, int S>
 __device__ __forceinline__ void
-gi_scan_slab_tile(const gi_scan_args &a, uint32_t slab, const float *qs,
-				  uint32_t Wp, const float *qn, uint32_t nqt,
-				  gi_topk_state *ts, float *sd, uint64_t *sk)
+gi_score_tile(const gi_scan_args &a, const uint32_t *slab, const uint32_t *bm,
+			  const float *qs, uint32_t Wp, const float *qn, uint32_t nqt,
+			  float (*d)[Q], bool *valid, uint64_t *key)
 {
 	const uint32_t lane = threadIdx.x & 31;
-	const gi_dslab *h = &a.slabs[slab];
-	uint32_t	bm = gi_ld_acquire(&h->bitmap);
-	const unsigned int *p;
-	float		acc0[Q];
-	float		acc1[Q];
-	float		nrm0 = 0.0f;
-	float		nrm1 = 0.0f;
+	const unsigned int *p[S];
+	float		acc0[S][Q];
+	float		acc1[S][Q];
+	float		nrm0[S];
+	float		nrm1[S];
 	uint32_t	j = 0;
-	uint64_t	key = 0;
-	bool		valid;
 	int			qq;
+	int			e;
 
-	if (bm == 0)
-		return;					/* warp-uniform */
-	p = (const unsigned int *) h->data + lane;
 #pragma unroll
-	for (qq = 0; qq < Q; qq++)
+	for (e = 0; e < S; e++)
 	{
-		acc0[qq] = 0.0f;
-		acc1[qq] = 0.0f;
+		p[e] = (const unsigned int *) a.slabs[slab[e]].data + lane;
+		nrm0[e] = 0.0f;
+		nrm1[e] = 0.0f;
+#pragma unroll
+		for (qq = 0; qq < Q; qq++)
+		{
+			acc0[e][qq] = 0.0f;
+			acc1[e][qq] = 0.0f;
+		}
 	}
 	for (; j + GI_CU_ILP <= a.W; j += GI_CU_ILP)
 	{
-		float		x[GI_CU_ILP];
+		float		x[S][GI_CU_ILP];
 		int			t;
 
-		gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+#pragma unroll
+		for (e = 0; e < S; e++)
+			gi_ld16(p[e] + (size_t) j * GI_SLAB_RECORDS, x[e]);
 		if (a.metric != GI_METRIC_L2)
 		{
 #pragma unroll
-			for (t = 0; t < GI_CU_ILP; t += 2)
-			{
-				nrm0 = fmaf(x[t], x[t], nrm0);
-				nrm1 = fmaf(x[t + 1], x[t + 1], nrm1);
-			}
+			for (e = 0; e < S; e++)
+#pragma unroll
+				for (t = 0; t < GI_CU_ILP; t += 2)
+				{
+					nrm0[e] = fmaf(x[e][t], x[e][t], nrm0[e]);
+					nrm1[e] = fmaf(x[e][t + 1], x[e][t + 1], nrm1[e]);
+				}
 		}
 #pragma unroll
 		for (qq = 0; qq < Q; qq++)
@@ -446,34 +456,43 @@ gi_scan_slab_tile(const gi_scan_args &a, uint32_t slab, const float *qs,
 			{
 				float4		v = qv[t / 4];
 
-				if (a.metric == GI_METRIC_L2)
+#pragma unroll
+				for (e = 0; e < S; e++)
 				{
-					float		d0 = x[t] - v.x;
-					float		d1 = x[t + 1] - v.y;
-					float		d2 = x[t + 2] - v.z;
-					float		d3 = x[t + 3] - v.w;
+					if (a.metric == GI_METRIC_L2)
+					{
+						float		d0 = x[e][t] - v.x;
+						float		d1 = x[e][t + 1] - v.y;
+						float		d2 = x[e][t + 2] - v.z;
+						float		d3 = x[e][t + 3] - v.w;
 
-					acc0[qq] = fmaf(d0, d0, acc0[qq]);
-					acc1[qq] = fmaf(d1, d1, acc1[qq]);
-					acc0[qq] = fmaf(d2, d2, acc0[qq]);
-					acc1[qq] = fmaf(d3, d3, acc1[qq]);
-				}
-				else
-				{
-					acc0[qq] = fmaf(x[t], v.x, acc0[qq]);
-					acc1[qq] = fmaf(x[t + 1], v.y, acc1[qq]);
-					acc0[qq] = fmaf(x[t + 2], v.z, acc0[qq]);
-					acc1[qq] = fmaf(x[t + 3], v.w, acc1[qq]);
+						acc0[e][qq] = fmaf(d0, d0, acc0[e][qq]);
+						acc1[e][qq] = fmaf(d1, d1, acc1[e][qq]);
+						acc0[e][qq] = fmaf(d2, d2, acc0[e][qq]);
+						acc1[e][qq] = fmaf(d3, d3, acc1[e][qq]);
+					}
+					else
+					{
+						acc0[e][qq] = fmaf(x[e][t], v.x, acc0[e][qq]);
+						acc1[e][qq] = fmaf(x[e][t + 1], v.y, acc1[e][qq]);
+						acc0[e][qq] = fmaf(x[e][t + 2], v.z, acc0[e][qq]);
+						acc1[e][qq] = fmaf(x[e][t + 3], v.w, acc1[e][qq]);
+					}
 				}
 			}
 		}
 	}
 	for (; j < a.W; j++)
 	{
-		float		x = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS));
+		float		x[S];
 
-		if (a.metric != GI_METRIC_L2)
-			nrm0 = fmaf(x, x, nrm0);
+#pragma unroll
+		for (e = 0; e < S; e++)
+		{
+			x[e] = __uint_as_float(__ldcg(p[e] + (size_t) j * GI_SLAB_RECORDS));
+			if (a.metric != GI_METRIC_L2)
+				nrm0[e] = fmaf(x[e], x[e], nrm0[e]);
+		}
 #pragma unroll
 		for (qq = 0; qq < Q; qq++)
 		{
@@ -482,39 +501,99 @@ gi_scan_slab_tile(const gi_scan_args &a, uint32_t slab, const float *qs,
 			if ((uint32_t) qq >= nqt)
 				break;
 			v = qs[(size_t) qq * Wp + j];
-			if (a.metric == GI_METRIC_L2)
+#pragma unroll
+			for (e = 0; e < S; e++)
 			{
-				float		d = x - v;
+				if (a.metric == GI_METRIC_L2)
+				{
+					float		dd = x[e] - v;
 
-				acc0[qq] = fmaf(d, d, acc0[qq]);
+					acc0[e][qq] = fmaf(dd, dd, acc0[e][qq]);
+				}
+				else
+					acc0[e][qq] = fmaf(x[e], v, acc0[e][qq]);
 			}
-			else
-				acc0[qq] = fmaf(x, v, acc0[qq]);
 		}
 	}
-	nrm0 += nrm1;
-	valid = (bm >> lane) & 1u;
-	if (valid)
-		key = __ldcg((const unsigned long long *) (h->data + (size_t) GI_SLAB_RECORDS * a.W) + lane);
+#pragma unroll
+	for (e = 0; e < S; e++)
+	{
+		float		nrm = nrm0[e] + nrm1[e];
+
+		valid[e] = (bm[e] >> lane) & 1u;
+		key[e] = valid[e] ? __ldcg((const unsigned long long *) (a.slabs[slab[e]].data +
+																   (size_t) GI_SLAB_RECORDS * a.W) + lane) : 0;
+#pragma unroll
+		for (qq = 0; qq < Q; qq++)
+		{
+			float		sum = acc0[e][qq] + acc1[e][qq];
+
+			if (a.metric == GI_METRIC_L2)
+				d[e][qq] = gi_rank_float(sum);
+			else if (a.metric == GI_METRIC_IP)
+				d[e][qq] = gi_rank_float(-sum);
+			else if (qn[qq] == 0.0f || nrm == 0.0f)
+				d[e][qq] = __int_as_float(0x7f800000);
+			else
+				d[e][qq] = gi_rank_float(1.0f - sum / (sqrtf(qn[qq]) * sqrtf(nrm)));
+		}
+	}
+}
+
+/* one warp's candidates of one slab, for every query of the tile */
+template <int Q>
+__device__ __forceinline__ void
+gi_offer_tile(const gi_scan_args &a, uint32_t nqt, gi_topk_state *ts, float *sd,
+			  uint64_t *sk, const float *d, bool valid, uint64_t key)
+{
+	int			qq;
+
 #pragma unroll
 	for (qq = 0; qq < Q; qq++)
 	{
-		float		s;
-		float		d;
-
 		if ((uint32_t) qq >= nqt)
 			break;
-		s = acc0[qq] + acc1[qq];
-		if (a.metric == GI_METRIC_L2)
-			d = gi_rank_float(s);
-		else if (a.metric == GI_METRIC_IP)
-			d = gi_rank_float(-s);
-		else if (qn[qq] == 0.0f || nrm0 == 0.0f)
-			d = __int_as_float(0x7f800000);
-		else
-			d = gi_rank_float(1.0f - s / (sqrtf(qn[qq]) * sqrtf(nrm0)));
 		gi_topk_offer(ts[qq], sd + (size_t) qq * a.cap, sk + (size_t) qq * a.cap,
-					  valid, d, key);
+					  valid, d[qq], key);
+	}
+}
+
+/*
+ * A query's buffer is flushed when it could not take another phase, and
+ * also as soon as it holds k candidates while no threshold is set: the
+ * first phase's (at most 256) are sorted at once instead of letting the
+ * buffer fill to 512 unfiltered, and the threshold they give filters the
+ * rest of the list.  The flushes' sorts cost about as much as the
+ * distances did (ncu), so the smaller first sort matters.
+ */
+__device__ __forceinline__ bool
+gi_tile_must_flush(const gi_topk_state &ts, uint32_t cap, uint32_t k)
+{
+	return ts.count > cap - blockDim.x || (!ts.have && ts.count >= k);
+}
+
+/*
+ * End of an offer phase: flush the buffers that could not take another
+ * phase (or have no threshold yet).  The first barrier ends the appends (a predicate of
+ * __syncthreads_or is evaluated before its barrier, while other warps may
+ * still append); then each warp flushes its queries' buffers, all at once.
+ */
+template <int Q>
+__device__ __forceinline__ void
+gi_flush_tile(const gi_scan_args &a, uint32_t nqt, gi_topk_state *ts, float *sd,
+			  uint64_t *sk)
+{
+	const uint32_t tid = threadIdx.x;
+	uint32_t	qq;
+
+	__syncthreads();
+	if (__syncthreads_or(tid < nqt && gi_tile_must_flush(ts[tid], a.cap, a.k)))
+	{
+		for (qq = tid >> 5; qq < nqt; qq += blockDim.x >> 5)
+			if (gi_tile_must_flush(ts[qq], a.cap, a.k))
+				gi_topk_flush_warp(ts[qq], sd + (size_t) qq * a.cap,
+								   sk + (size_t) qq * a.cap, a.k);
+		__syncthreads();
 	}
 }
 
@@ -527,7 +606,7 @@ gi_tile_smem(int Q, uint32_t cap, uint32_t W)
 		+ GI_CU_TILE_SQ * sizeof(uint32_t);
 }
 
-template <int Q>
+template <int Q, int S>
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
 gi_k_scan_tile(gi_scan_args a)
 {
@@ -609,28 +688,40 @@ gi_k_scan_tile(gi_scan_args a)
 		__syncthreads();
 		nq = qlen;
 		more = next != GI_NIL;
-		for (b = 0; b < nq; b += nwarps)
+		/* a round: each warp scores S slabs, then offers them in turn */
+		for (b = 0; b < nq; b += S * nwarps)
 		{
-			bool		flush;
-			int			qq;
+			uint32_t	sl[S];
+			uint32_t	bm[S];
+			float		d[S][Q];
+			bool		valid[S];
+			uint64_t	key[S];
+			uint32_t	e;
 
-			if (b + warp < nq)
-				gi_scan_slab_tile<Q>(a, queue[b + warp], qs, Wp, qn, nqt, ts, sd, sk);
-			/*
-			 * The first barrier ends the round's appends (a predicate of
-			 * __syncthreads_or is evaluated before its barrier, while
-			 * other warps may still append); then each warp flushes its
-			 * queries' buffers, all at once.
-			 */
-			__syncthreads();
-			flush = __syncthreads_or(tid < nqt && ts[tid].count > a.cap - blockDim.x) != 0;
-			if (flush)
+#pragma unroll
+			for (e = 0; e < S; e++)
 			{
-				for (qq = (int) warp; qq < (int) nqt; qq += (int) nwarps)
-					if (ts[qq].count > a.cap - blockDim.x)
-						gi_topk_flush_warp(ts[qq], sd + (size_t) qq * a.cap,
-										   sk + (size_t) qq * a.cap, a.k);
-				__syncthreads();
+				uint32_t	ie = b + S * warp + e;
+
+				sl[e] = ie < nq ? queue[ie] : GI_NIL;
+				bm[e] = sl[e] != GI_NIL ? gi_ld_acquire(&a.slabs[sl[e]].bitmap) : 0;
+				valid[e] = false;
+				key[e] = 0;
+			}
+			/* empty slabs are skipped (warp-uniform) */
+			if (S == 2 && bm[0] != 0 && bm[S - 1] != 0)
+				gi_score_tile<Q, S>(a, sl, bm, qs, Wp, qn, nqt, d, valid, key);
+			else
+#pragma unroll
+				for (e = 0; e < S; e++)
+					if (bm[e] != 0)
+						gi_score_tile<Q, 1>(a, sl + e, bm + e, qs, Wp, qn, nqt, d + e,
+											valid + e, key + e);
+#pragma unroll
+			for (e = 0; e < S; e++)
+			{
+				gi_offer_tile<Q>(a, nqt, ts, sd, sk, d[e], valid[e], key[e]);
+				gi_flush_tile<Q>(a, nqt, ts, sd, sk);
 			}
 		}
 		__syncthreads();
@@ -815,6 +906,26 @@ gi_k_tile_flag(const uint32_t *__restrict__ skeys, uint32_t n, uint32_t Q,
 
 /* ---- host side ------------------------------------------------------------ */
 
+/*
+ * Slabs a warp scores at once in a tile: 1, or 2 with GI_CUDA_TILE_SLABS=2
+ * (a tuning experiment: half the shared-memory reads per FMA, but 120
+ * registers instead of 78 cost a block per SM; 12 % slower on an H200 at
+ * batch 10,000, probes 16 and 64).
+ */
+static int
+gi_cu_tile_slabs(void)
+{
+	static int	slabs = 0;
+
+	if (slabs == 0)
+	{
+		const char *e = getenv("GI_CUDA_TILE_SLABS");
+
+		slabs = (e != NULL && atoi(e) == 2) ? 2 : 1;
+	}
+	return slabs;
+}
+
 /* blocks per query: enough units to fill the GPU when queries are few */
 static uint32_t
 gi_cu_groups(uint32_t qc, uint32_t P)
@@ -950,10 +1061,27 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 			grid = (uint32_t) (n / GI_CU_TILE_Q +
 							   (n < s->params.nlists ? n : s->params.nlists));
 			smem = gi_tile_smem(GI_CU_TILE_Q, cap, a.W);
-			GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q>,
-										   cudaFuncAttributeMaxDynamicSharedMemorySize,
-										   (int) smem));
-			gi_k_scan_tile<GI_CU_TILE_Q><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+			if (gi_cu_tile_slabs() == 1)
+			{
+				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 1>,
+											   cudaFuncAttributeMaxDynamicSharedMemorySize,
+											   (int) smem));
+				/* all of L1 as shared memory: 3 blocks per SM, not 2 (ncu) */
+				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 1>,
+											   cudaFuncAttributePreferredSharedMemoryCarveout,
+											   cudaSharedmemCarveoutMaxShared));
+				gi_k_scan_tile<GI_CU_TILE_Q, 1><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+			}
+			else
+			{
+				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 2>,
+											   cudaFuncAttributeMaxDynamicSharedMemorySize,
+											   (int) smem));
+				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 2>,
+											   cudaFuncAttributePreferredSharedMemoryCarveout,
+											   cudaSharedmemCarveoutMaxShared));
+				gi_k_scan_tile<GI_CU_TILE_Q, 2><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+			}
 			GI_CU_TRY(cudaGetLastError());
 			gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) cap * (sizeof(uint64_t) + sizeof(float)),
 				s->ss>>>(a.cd, a.ck, a.cn, G, a.k, cap, d_hits, d_found);
