@@ -36,6 +36,10 @@ def options(argv):
     g.add_argument("--m", type=int, default=16, help="HNSW m")
     g.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")
     g.add_argument("--knobs", help="search sweep: probes / ef_search values, comma-separated")
+    g.add_argument("--probes", help="search sweep: IVF probes values (gpuivf, ivfflat, Faiss "
+                                    "IVF), comma-separated; overrides --knobs for them")
+    g.add_argument("--ef-search", help="search sweep: HNSW ef_search values (hnsw, Faiss "
+                                       "HNSW), comma-separated; overrides --knobs for them")
     g.add_argument("--knob", type=int, help="single knob value (stream, orient)")
     g.add_argument("--threads", type=int, default=os.cpu_count(), help="Faiss batch threads")
     g = p.add_argument_group("measurement")
@@ -53,6 +57,11 @@ def options(argv):
     g.add_argument("--inserts", type=int, default=200, help="mutate: single-row INSERTs")
     g.add_argument("--deletes", type=int, default=5, help="mutate: DELETE+VACUUM rounds")
     g.add_argument("--mutation-repeats", type=int, default=3, help="orient: rounds")
+    g.add_argument("--deadline", type=float,
+                   default=float(os.environ.get("BENCH_DEADLINE", 0)) or None,
+                   help="seconds after the start by which no new measurement begins: the "
+                        "scenario skips the rest (noted in its report) and writes what it has; "
+                        "each engine gets an equal share of the time left")
     g = p.add_argument_group("server")
     g.add_argument("--dir", default=os.environ.get("BENCH_DIR", "/tmp/gpuindex-bench"))
     g.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", 54395)))
@@ -103,14 +112,15 @@ def main(argv):
     notes = []
     try:
         conn = db.connect(cluster)
-        loader.ensure_extensions(conn, SQL_ENGINES.values())
+        loader.ensure_extensions(conn, SQL_ENGINES.values(), notes)
         engines = sql_engines(conn, o.engines, notes)
         loader.load_dataset(conn, ds, {e.coltype for e in engines} or {"vector"})
         env = environment.describe(conn, cluster)
         env["dataset"] = f"{ds.name}: {ds.base.shape[0]} x {ds.dim}, {len(ds.queries)} " \
                          f"queries, metric {ds.metric}, {ds.info}"
         refs = ref_engines(o.refs, notes)
-        ctx = Context(o, cluster, conn, ds, engines, refs, env, notes)
+        ctx = Context(o, cluster, conn, ds, engines, refs, env, notes,
+                      deadline=t0 + o.deadline if o.deadline else None)
         for note in notes:
             ctx.log(note)
         for name in (sorted(SCENARIOS) if o.scenario == "all" else [o.scenario]):

@@ -6,8 +6,11 @@
 # source package built against $PG_CONFIG, and gpuindex itself (make && make install;
 # BENCH_SKIP_INSTALL=1 uses what is installed).  Then starts a private PostgreSQL
 # (port 54395, /tmp/gpuindex-bench), runs the scenario and writes docs/benchmarks/.
-# On a GPU host: source <(bash test/gpu/setup-postgres.sh DIR) first, so that
-# PG_CONFIG/PG_BIN/PG_USER point at that PostgreSQL.  Not part of the tests.
+# On a GPU host: bench/gpu-host.sh OUTDIR does everything (PostgreSQL from carried Debian
+# packages, wheels, builds, the scenarios); by hand, source <(bash
+# test/gpu/setup-postgres.sh DIR) first, so that PG_CONFIG/PG_BIN/PG_USER point at that
+# PostgreSQL, and BENCH_PYTHON=python3 uses the machine's python without a venv.
+# Not part of the tests.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -21,8 +24,9 @@ case " $* " in *" --help "* | *" -h "*) exec "$py" "$here/bench.py" --help ;; es
 
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
 	echo "bench: building and installing gpuindex" >&2
-	make -s -C "$root" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" >/dev/null
-	sudo_if make -s -C "$root" PG_CONFIG="$PG_CONFIG" install >/dev/null
+	# GPUINDEX_MAKE_ARGS as in test/gpu/run-gpu.sh (e.g. with_llvm=no without clang-14)
+	make -s -C "$root" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} >/dev/null
+	sudo_if make -s -C "$root" PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} install >/dev/null
 fi
 bash "$here/setup/pgvector.sh" >/dev/null
 exec "$py" "$here/bench.py" "$@"

@@ -1,6 +1,7 @@
 """What a scenario is handed: options, the cluster and a connection, the dataset, the
 engines, and small shared steps (making a table, building an index, measuring recall)."""
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,9 +19,70 @@ class Context:
     ref_engines: list
     env: dict
     notes: list = field(default_factory=list)
+    deadline: float = None      # time.time() after which no new measurement starts
+    share_end: float = None     # the current engine's share of what is left (share())
 
     def log(self, msg):
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def time_left(self):
+        ends = [t for t in (self.deadline, self.share_end) if t is not None]
+        return min(ends) - time.time() if ends else float("inf")
+
+    @contextmanager
+    def share(self, parts):
+        """Within the block, time_left() counts to 1/parts of what the --deadline leaves
+        (one engine of `parts` still to run gets an equal share; what it leaves unused
+        goes to the next).  parts may be fractional (weighted shares)."""
+        old = self.share_end
+        if self.deadline is not None:
+            self.share_end = time.time() + max(0.0, self.deadline - time.time()) / max(1.0, parts)
+        try:
+            yield
+        finally:
+            self.share_end = old
+
+    def out_of_time(self, rep, what, reserve=0.0):
+        """True (and a note in the report) when the run's --deadline leaves no more than
+        reserve seconds: scenarios then skip what is left and write what they have."""
+        if self.time_left() > reserve:
+            return False
+        msg = f"--deadline reached: {what} not measured"
+        self.log(msg)
+        rep.note(msg)
+        return True
+
+    def guarded(self, rep, what, fn, *args, **kwargs):
+        """fn(*args) with its failure reported instead of raised, so that one engine's
+        error (a failed CREATE INDEX, a lost connection) does not lose the others'
+        results; reconnects afterwards.  Returns fn's result or None."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            first = (str(e).strip().splitlines() or [""])[0][:300]
+            self.log(f"{what} FAILED: {type(e).__name__}: {first}")
+            rep.note(f"{what} failed: {type(e).__name__}: {first}")
+            self.reconnect()
+            return None
+
+    def reconnect(self, wait=60):
+        """A fresh connection (the old one may be broken, or the server restarting after
+        a crash)."""
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+        t0 = time.time()
+        while True:
+            try:
+                self.conn = db.connect(self.cluster)
+                return
+            except Exception:
+                if time.time() - t0 > wait:
+                    raise
+                time.sleep(1)
 
     @property
     def queries(self):
@@ -33,16 +95,38 @@ class Context:
                           f"embedding {eng.column_type(self.ds.dim)}) "
                           f"WITH (autovacuum_enabled = off)")
         hi = lo + (row_limit if row_limit is not None else len(self.ds.base))
-        self.conn.execute(f"INSERT INTO {name} SELECT id, embedding FROM {eng.table('src')} "
-                          f"WHERE id >= %s AND id < %s ORDER BY id", (lo, hi))
+        self.bounded(f"INSERT INTO {name} SELECT id, embedding FROM {eng.table('src')} "
+                     f"WHERE id >= %s AND id < %s ORDER BY id", (lo, hi))
         self.conn.execute(f"VACUUM (ANALYZE, FREEZE) {name}")
+
+    def bounded(self, sql, params=None):
+        """Executes sql (returns its seconds) under a statement_timeout of the time the
+        --deadline (or the engine's share) leaves, so that a long statement (an HNSW
+        build) cannot run past it: it is cancelled, and reported as not finished."""
+        left = self.time_left()
+        if left == float("inf"):
+            return db.timed(self.conn, sql, params)
+        ms = int(max(5.0, left) * 1000)
+        self.conn.execute(f"SET statement_timeout = {ms}")
+        try:
+            return db.timed(self.conn, sql, params)
+        except Exception as e:
+            if "statement timeout" in str(e):
+                raise RuntimeError(f"not finished in the {ms / 1000:.0f} s the --deadline "
+                                   f"left: {sql.split('(')[0].strip()[:80]}") from e
+            raise
+        finally:
+            try:
+                self.conn.execute("RESET statement_timeout")
+            except Exception:
+                pass
 
     def build_index(self, eng, table, params, name=None):
         """CREATE INDEX (dropping any previous one); returns (index name, seconds)."""
         name = name or f"{table}_{eng.name}_idx"
         self.conn.execute(f"DROP INDEX IF EXISTS {name}")
         self.conn.execute("CHECKPOINT")
-        secs = db.timed(self.conn, eng.create_index(name, table, self.ds.metric, params))
+        secs = self.bounded(eng.create_index(name, table, self.ds.metric, params))
         self.conn.execute(f"ANALYZE {table}")
         self.check_plan(eng, table, name)
         return name, secs

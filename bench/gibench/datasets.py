@@ -29,6 +29,7 @@ class Dataset:
     metric: str
     gt: np.ndarray  # (nq, GT_K) row numbers of base
     info: dict
+    folder: Path = None  # the cache folder: base.npy, queries.npy, gt-METRIC.npy
 
     @property
     def dim(self):
@@ -137,4 +138,4 @@ def load(name, metric=None, nq=None):
     if nq:
         queries = queries[:nq]
     gt = ground_truth(folder, base, np.load(Path(folder) / "queries.npy"), metric, given_gt)
-    return Dataset(name, base, queries, metric, gt[:len(queries)], info)
+    return Dataset(name, base, queries, metric, gt[:len(queries)], info, Path(folder))

@@ -15,6 +15,25 @@ def default_lists(n):
     return max(1, round(math.sqrt(n)))
 
 
+def _ints(text):
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
+def sweep_values(structure, params, opts):
+    """The knob values a search sweep visits: --probes (IVF) / --ef-search (HNSW) when
+    given, else --knobs (both kinds), else the defaults; IVF probes capped at the lists."""
+    own = getattr(opts, "probes" if structure == "ivf" else "ef_search", None)
+    if own:
+        vals = _ints(own)
+    elif opts.knobs:
+        vals = _ints(opts.knobs)
+    else:
+        vals = list(HNSW_EF if structure == "hnsw" else IVF_PROBES)
+    if structure == "ivf":
+        vals = [p for p in vals if p <= params["lists"]] or [params["lists"]]
+    return vals
+
+
 @dataclass
 class SqlEngine:
     name: str
@@ -48,11 +67,7 @@ class SqlEngine:
                 f"(embedding {self.opclass}_{metric}_ops) WITH ({with_})")
 
     def knob_values(self, params, opts):
-        if opts.knobs:
-            return [int(v) for v in opts.knobs.split(",")]
-        if self.am == "hnsw":
-            return list(HNSW_EF)
-        return [p for p in IVF_PROBES if p <= params["lists"]]
+        return sweep_values("hnsw" if self.am == "hnsw" else "ivf", params, opts)
 
     def default_knob(self, params):
         """The setting the single-point scenarios use (the issue's orientation figures)."""

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from .engines import HNSW_EF, IVF_PROBES, default_lists
+from .engines import default_lists, sweep_values
 
 
 def _prep(x, metric):
@@ -33,11 +33,7 @@ class FaissCpu:
         return {"lists": opts.lists or default_lists(n)}
 
     def knob_values(self, params, opts):
-        if opts.knobs:
-            return [int(v) for v in opts.knobs.split(",")]
-        if self.structure == "hnsw":
-            return list(HNSW_EF)
-        return [p for p in IVF_PROBES if p <= params["lists"]]
+        return sweep_values(self.structure, params, opts)
 
     def default_knob(self, params):
         return 80 if self.structure == "hnsw" else min(32, params["lists"])
@@ -107,11 +103,10 @@ class Cuvs:
     params = FaissCpu.params
 
     def knob_values(self, params, opts):
-        if opts.knobs:
-            return [int(v) for v in opts.knobs.split(",")]
         if self.structure == "cagra":
-            return [16, 32, 64, 128, 256]
-        return [p for p in IVF_PROBES if p <= params["lists"]]
+            return [int(v) for v in opts.knobs.split(",")] if opts.knobs else \
+                [16, 32, 64, 128, 256]
+        return sweep_values("ivf", params, opts)
 
     def default_knob(self, params):
         return 64 if self.structure == "cagra" else min(32, params["lists"])
@@ -162,9 +157,15 @@ def engines(names):
             elif name == "faiss-hnsw":
                 out.append(FaissCpu(name, "hnsw"))
             elif name == "faiss-gpu-ivf":
-                if not _cuda_available():
-                    raise RuntimeError("no GPU visible to faiss")
-                out.append(FaissGpu(name, "ivf"))
+                # the C++ program when it is there and a GPU is, else the faiss-gpu wheel
+                cli = faiss_gpu_cli()
+                if cli and gpu_present():
+                    out.append(FaissGpuCli(name, cli))
+                elif not _cuda_available():
+                    raise RuntimeError("no GPU, or neither the Faiss GPU program "
+                                       "(.faissgpu/faiss_gpu_bench) nor a faiss-gpu wheel")
+                else:
+                    out.append(FaissGpu(name, "ivf"))
             elif name in ("cuvs-ivf", "cuvs-cagra"):
                 out.append(Cuvs(name, "cagra" if name.endswith("cagra") else "ivf"))
             else:
@@ -186,3 +187,120 @@ def timed_search(engine, index, q, k, metric, one_by_one):
     t0 = time.perf_counter()
     ids = engine.search(index, q, k, metric)
     return list(ids), time.perf_counter() - t0
+
+
+class FaissGpuCli:
+    """Faiss GPU IVF-Flat through the C++ program of bench/faiss-gpu/ (no Python wheel
+    needed), run as `faiss_gpu_bench sweep --base B.npy --queries Q.npy --gt GT.npy
+    --lists L --probes 1,2,.. --batch 1,NQ --metric M --repeats R --csv OUT.csv`.  The
+    program builds its own index on the same vectors (training sample: 50 rows a list, as
+    Faiss CPU here) and sweeps probes and batch sizes itself, R passes each (medians);
+    its CSV has one row per (probes, batch): system,dataset_n,dim,lists,probes,batch,
+    recall10,qps,p50_ms,build_s.  Batch 1 is our "1 client" column (one query a call),
+    batch NQ (all the queries in one call) our "batch" column.  Recall is the program's,
+    against the ground truth file we hand it (the top-10 the SQL engines are checked
+    against)."""
+    kind = "cli"
+    structure = "ivf"
+    label = "Faiss GPU IVF-Flat (no database)"
+
+    def __init__(self, name, binary, timeout=300):
+        self.name, self.binary, self.timeout = name, str(binary), timeout
+
+    def threads(self, n):
+        pass
+
+    params = FaissCpu.params
+    knob_values = FaissCpu.knob_values
+
+    def default_knob(self, params):
+        return min(32, params["lists"])
+
+    def _files(self, ds, workdir):
+        """(base, queries, gt) .npy paths: the cached base file, and the queries / ground
+        truth actually used (the first --nq of them)."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        nq = len(ds.queries)
+        q, gt = workdir / f"queries-{nq}.npy", workdir / f"gt-{ds.metric}-{nq}.npy"
+        np.save(q, np.ascontiguousarray(ds.queries, dtype=np.float32))
+        np.save(gt, np.ascontiguousarray(ds.gt))
+        return ds.folder / "base.npy", q, gt
+
+    def run_sweep(self, ds, lists, probes, batches, workdir, repeats=5, timeout=None,
+                  log=print):
+        """One run of the program: its CSV rows as dicts (numbers as floats)."""
+        import csv
+        import os
+        import subprocess
+        base, q, gt = self._files(ds, workdir)
+        out = workdir / "faiss-gpu-sweep.csv"
+        if out.exists():
+            out.unlink()
+        cmd = [self.binary, "sweep", "--base", str(base), "--queries", str(q), "--gt", str(gt),
+               "--lists", str(lists), "--probes", ",".join(str(p) for p in probes),
+               "--batch", ",".join(str(b) for b in batches), "--metric", ds.metric,
+               "--repeats", str(repeats), "--csv", str(out)]
+        env = os.environ.copy()
+        d = os.path.dirname(os.path.abspath(self.binary))
+        env["LD_LIBRARY_PATH"] = ":".join(
+            [d, os.path.join(d, "lib")] + [p for p in [env.get("LD_LIBRARY_PATH")] if p])
+        log("  " + " ".join(cmd))
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, text=True, capture_output=True, env=env,
+                             timeout=timeout or self.timeout)
+        lines = (res.stdout + res.stderr).strip().splitlines()
+        for line in lines[-40:]:
+            log(f"  | {line}")
+        if res.returncode != 0:
+            raise RuntimeError(f"{os.path.basename(self.binary)} exited {res.returncode}: "
+                               + (lines[-1] if lines else ""))
+        rows = []
+        with open(out, newline="") as f:
+            for r in csv.DictReader(f):
+                rows.append({k: (v if k == "system" or v in ("", None) else float(v))
+                             for k, v in r.items()})
+        if not rows:
+            raise RuntimeError(f"{out}: no rows")
+        log(f"  {len(rows)} rows in {time.perf_counter() - t0:.1f} s")
+        return rows
+
+    def sweep_rows(self, rows, params, nq, passes):
+        """The harness's search rows (one per probes value) from the program's rows."""
+        out = []
+        for p in sorted({int(r["probes"]) for r in rows}):
+            one = [r for r in rows if int(r["probes"]) == p and int(r["batch"]) == 1]
+            many = [r for r in rows if int(r["probes"]) == p and int(r["batch"]) > 1]
+            row = dict(engine=self.name, params=str(params), build_s=rows[0].get("build_s"),
+                       knob=p, knob_value=p)
+            if one:
+                row.update(recall=one[0]["recall10"], qps_1=one[0]["qps"],
+                           p50_ms=one[0].get("p50_ms"), qps_1_runs=f"median of {passes}")
+            if many:
+                row.update(qps_batch=many[0]["qps"], recall_batch=many[0]["recall10"],
+                           batch_s_runs=f"median of {passes}; batch {int(many[0]['batch'])}")
+                row.setdefault("recall", many[0]["recall10"])
+            out.append(row)
+        return out
+
+
+def gpu_present():
+    """A GPU the programs can use: nvidia-smi lists one (BENCH_FAISS_GPU_FORCE=1 pretends,
+    for dry runs of the harness with a stand-in program)."""
+    import os
+    import subprocess
+    if os.environ.get("BENCH_FAISS_GPU_FORCE") == "1":
+        return True
+    try:
+        res = subprocess.run(["nvidia-smi", "-L"], text=True, capture_output=True, timeout=30)
+        return res.returncode == 0 and "GPU" in res.stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def faiss_gpu_cli():
+    """Path of the Faiss GPU program (BENCH_FAISS_GPU_BIN, else .faissgpu/faiss_gpu_bench
+    at the repository root), or None when it is not there."""
+    import os
+    from .paths import ROOT
+    path = os.environ.get("BENCH_FAISS_GPU_BIN") or str(ROOT / ".faissgpu" / "faiss_gpu_bench")
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None

@@ -6,9 +6,17 @@ import numpy as np
 from . import db
 
 
-def ensure_extensions(conn, engines):
+def ensure_extensions(conn, engines, notes=None):
+    """CREATE EXTENSION for each engine's extension; one that cannot be created (not
+    installed in this server) is noted, and its engines are then skipped."""
     for ext in sorted({e.extension for e in engines}):
-        conn.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
+        try:
+            conn.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
+        except Exception as e:  # psycopg.Error: not installed, or failed to load
+            msg = f"extension {ext} not available: {str(e).strip().splitlines()[0]}"
+            print(f"bench: {msg}", flush=True)
+            if notes is not None:
+                notes.append(msg)
 
 
 def load_dataset(conn, ds, coltypes, log=print):

@@ -10,6 +10,18 @@ STYLE = {"gpuivf": ("tab:red", "o"), "ivfflat": ("tab:blue", "s"), "hnsw": ("tab
          "cuvs-cagra": ("tab:gray", "*")}
 
 
+# legend names of the no-database references
+LABELS = {"faiss-ivf": "faiss-ivf (Faiss CPU IVF-Flat, no database)",
+          "faiss-hnsw": "faiss-hnsw (Faiss CPU HNSW, no database)",
+          "faiss-gpu-ivf": "faiss-gpu-ivf (Faiss GPU IVF-Flat, no database)",
+          "cuvs-ivf": "cuvs-ivf (cuVS IVF-Flat, no database)",
+          "cuvs-cagra": "cuvs-cagra (cuVS CAGRA, no database)"}
+
+
+def _label(name):
+    return LABELS.get(name, name)
+
+
 def _style(name):
     return STYLE.get(name, ("black", "."))
 
@@ -26,7 +38,8 @@ def recall_qps(rows, stem, modes):
                          if r["engine"] == eng and r.get(col) and r.get("recall") is not None)
             if pts:
                 c, m = _style(eng)
-                ax.plot([p[1] for p in pts], [p[2] for p in pts], marker=m, color=c, label=eng)
+                ax.plot([p[1] for p in pts], [p[2] for p in pts], marker=m, color=c,
+                        label=_label(eng))
         ax.set_yscale("log")
         ax.set_xlabel("recall@10")
         ax.set_ylabel("queries per second")
@@ -54,7 +67,7 @@ def per_step(rows, stem, panels):
             if pts:
                 c, m = _style(eng)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, marker=m,
-                        markersize=3, label=eng)
+                        markersize=3, label=_label(eng))
         if log:
             ax.set_yscale("log")
         ax.set_xlabel("step")

@@ -44,7 +44,16 @@ class Report:
         """fn(rows, path_stem) -> list of written PNG names."""
         self.plots.append(fn)
 
-    def write(self):
+    def checkpoint(self, finish, done):
+        """Writes what is measured so far (finish(self) adds the tables and plots, which
+        are then dropped again), marked partial: a run killed later keeps these files."""
+        finish(self)
+        try:
+            self.write(partial=f"PARTIAL: written after {done}; the run did not reach its end")
+        finally:
+            self.tables, self.plots = [], []
+
+    def write(self, partial=None):
         OUT.mkdir(parents=True, exist_ok=True)
         cols = []
         for r in self.rows:
@@ -60,7 +69,8 @@ class Report:
         lines = [f"# {self.title}", ""]
         lines += [f"- {k}: {v}" for k, v in self.env.items()]
         lines += [f"- options: {self.options}", ""]
-        lines += [f"> {n}" for n in self.notes] + ([""] if self.notes else [])
+        notes = ([partial] if partial else []) + self.notes
+        lines += [f"> {n}" for n in notes] + ([""] if notes else [])
         for title, columns, rows in self.tables:
             rows = self.rows if rows is None else rows
             lines += [f"## {title}", "", "| " + " | ".join(columns) + " |",

@@ -4,7 +4,9 @@
 # state under bench/.cache/apt (the system's apt configuration is not touched), builds it
 # with PGXS against $PG_CONFIG and installs it.  Nothing fetched is ever committed:
 # everything lands under bench/.cache/.  Idempotent: skips what is already done.
-# A machine without Debian's archive (a GPU host) uses a carried bench/.cache/src-trixie/.
+# A machine without Debian's archive (a GPU host) uses a carried bench/.cache/src-trixie/
+# (built objects from another machine in it are cleaned first).  BENCH_PGXS_ARGS: extra
+# make arguments; with_llvm=no is added when the server's clang (JIT bitcode) is missing.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${PG_CONFIG:=pg_config}"
@@ -36,9 +38,20 @@ stamp=$srcdir/.installed-$(echo "$libdir" | md5sum | cut -c1-12)
 if [ -f "$stamp" ] && [ -f "$libdir/vector.so" ] && [ "${BENCH_REBUILD:-0}" != 1 ]; then
 	echo "bench: pgvector $version (Debian source, $suite) already installed in $libdir" >&2
 else
-	echo "bench: building pgvector $version ($srcdir) against $($PG_CONFIG --version)" >&2
-	make -s -C "$srcdir" PG_CONFIG="$PG_CONFIG" -j2 >&2
-	sudo_if make -s -C "$srcdir" PG_CONFIG="$PG_CONFIG" install >&2
+	# shellcheck disable=SC2206
+	args=(PG_CONFIG="$PG_CONFIG" ${BENCH_PGXS_ARGS:-})
+	global=$(dirname "$(dirname "$($PG_CONFIG --pgxs)")")/Makefile.global
+	clang=$(sed -n 's/^CLANG[[:space:]]*=[[:space:]]*//p' "$global" 2>/dev/null | head -1)
+	if grep -q '^with_llvm[[:space:]]*=[[:space:]]*yes' "$global" 2>/dev/null &&
+		! command -v "${clang:-clang}" >/dev/null 2>&1; then
+		args+=(with_llvm=no)    # no clang here (a GPU host): no JIT bitcode
+	fi
+	echo "bench: building pgvector $version ($srcdir) against $($PG_CONFIG --version)" \
+		"${args[*]:1}" >&2
+	# objects built elsewhere (a carried tree) or for another server: start clean
+	[ ! -f "$srcdir/vector.so" ] || make -s -C "$srcdir" "${args[@]}" clean >&2
+	make -s -C "$srcdir" "${args[@]}" -j"$(nproc)" >&2
+	sudo_if make -s -C "$srcdir" "${args[@]}" install >&2
 	touch "$stamp"
 fi
 echo "$version"

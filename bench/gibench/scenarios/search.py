@@ -6,6 +6,7 @@ import time
 from .. import faissref, plots, ratios, sqlsearch, stats
 from ..report import Report
 
+PRIORITY = {"gpuivf": 0, "faiss-gpu-ivf": 1, "cuvs-ivf": 1.5, "cuvs-cagra": 1.6}
 COLUMNS = ["engine", "knob", "seqscan_off", "recall", "qps_1", "p50_ms", "p99_ms"]
 
 
@@ -15,6 +16,8 @@ def _sql_engine(ctx, rep, eng, clients):
     idx, build_s = ctx.build_index(eng, table, params)
     ctx.log(f"search {eng.name} {params}: index built in {build_s:.1f} s")
     for knob in eng.knob_values(params, o):
+        if ctx.out_of_time(rep, f"{eng.name} at {eng.knob}={knob} and above"):
+            break
         sqlsearch.set_knob(ctx.conn, eng, knob)
         forced = ctx.force_index(eng, table, idx)
         qps, p50, p99, rec = [], [], [], None
@@ -60,6 +63,8 @@ def _ref_engine(ctx, rep, ref):
     index = ref.build(ds.base, ds.metric, params)
     build_s = time.perf_counter() - t0
     for knob in ref.knob_values(params, o):
+        if ctx.out_of_time(rep, f"{ref.name} at knob {knob} and above"):
+            break
         ref.set_knob(index, knob)
         qps, p50, p99, bsecs = [], [], [], []
         for r in range(o.repeats):
@@ -81,14 +86,53 @@ def _ref_engine(ctx, rep, ref):
                 recall_batch=stats.recall_at_k(bids, ds.gt))
 
 
+def _cli_engine(ctx, rep, ref):
+    """A no-database program that sweeps by itself (Faiss GPU IVF-Flat) on the same
+    vectors, queries and ground truth; it takes the median of max(3, --repeats) passes."""
+    o, ds = ctx.opts, ctx.ds
+    params = ref.params(len(ds.base), o)
+    nq = len(ds.queries)
+    batches = [1] + ([nq] if nq > 1 and not o.no_batch else [])
+    passes = max(3, o.repeats)
+    rows = ref.run_sweep(ds, params["lists"], ref.knob_values(params, o), batches,
+                         ctx.cluster.dir / "faiss-gpu", repeats=passes,
+                         timeout=max(10, min(ref.timeout, ctx.time_left())), log=ctx.log)
+    for row in ref.sweep_rows(rows, params, nq, passes):
+        ctx.log(f"  {ref.name} probes {row['knob']}: recall {row.get('recall', float('nan')):.3f}"
+                f", 1 query a call {row.get('qps_1') or 0:.0f} q/s, "
+                f"batch {row.get('qps_batch') or 0:.0f}")
+        rep.add(**row)
+    rep.note(f"{ref.name} = {ref.label}: {ref.binary} (median of {passes} passes; "
+             f"1 client = one query a call, batch = all {nq} queries in one call)")
+
+
 def run(ctx):
     o, ds = ctx.opts, ctx.ds
     clients = [int(c) for c in o.clients.split(",") if c]
     rep = Report("search", ds.name, ctx.env, vars(o), ctx.notes)
-    for eng in ctx.sql_engines:
-        _sql_engine(ctx, rep, eng, clients)
-    for ref in ctx.ref_engines:
-        _ref_engine(ctx, rep, ref)
+    todo = [(eng, _sql_engine, (clients,)) for eng in ctx.sql_engines]
+    todo += [(ref, _cli_engine if getattr(ref, "kind", "") == "cli" else _ref_engine, ())
+             for ref in ctx.ref_engines]
+    # ours first, then the GPU reference, then the other peers (what a --deadline cuts
+    # first comes last)
+    todo.sort(key=lambda t: PRIORITY.get(t[0].name, 2 if t[1] is _sql_engine else 3))
+    # under --deadline each engine gets a share of the time left, by weight: a SQL
+    # engine's sweep (pgbench at every point) costs about three times a reference's, and
+    # ours gets half as much again as a peer
+    weights = [(1.5 if eng.name == "gpuivf" else 1.0) if fn is _sql_engine else 0.35
+               for eng, fn, _ in todo]
+    for i, (eng, fn, args) in enumerate(todo):
+        with ctx.share(sum(weights[i:]) / weights[i]):
+            if not ctx.out_of_time(rep, f"{eng.name} (whole sweep)", reserve=10):
+                ctx.guarded(rep, eng.name, fn, ctx, rep, eng, *args)
+        if i < len(todo) - 1 and rep.rows:
+            rep.checkpoint(lambda r: _finish(ctx, r, clients), eng.name)
+    _finish(ctx, rep, clients)
+    return rep
+
+
+def _finish(ctx, rep, clients):
+    o, ds = ctx.opts, ctx.ds
     cols = COLUMNS + [f"qps_c{c}" for c in clients] + ["qps_batch", "recall_batch"]
     rep.table(f"QPS and recall@10, {len(ds.base)} rows, {len(ds.queries)} queries, "
               f"median of {o.repeats}", cols)
@@ -102,4 +146,3 @@ def run(ctx):
     modes += [(f"qps_c{c}", f"{c} clients (pgbench)") for c in clients if c != 1]
     modes += [("qps_batch", "batch: all queries in one round trip")]
     rep.plot(lambda rows, stem: plots.recall_qps(rows, stem, modes))
-    return rep
