@@ -10,7 +10,8 @@
  *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
  *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
  *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
- *	 BENCH_PROFILE=B:P (build, then 3 searches of batch B, P probes: for ncu).
+ *	 BENCH_PROFILE=B:P (build, then 3 searches of batch B, P probes: for ncu),
+ *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop).
  *	 Works with an older module too (without the profile, copy-helper and
  *	 chunk hooks it runs one configuration and counts device bytes with the
  *	 old layout's formula), for before/after runs on the same machine.
@@ -377,6 +378,10 @@ main(int argc, char **argv)
 				 stt.slabs_used, stt.slabs_total, 100.0 * stt.rows / (32.0 * stt.slabs_used));
 		row("memory", params, "slab fill", 100.0 * stt.rows / (32.0 * stt.slabs_used), "%", 0, note);
 	}
+
+	/* BENCH_ONLY_INGEST=1: ingestion and memory only (ingestion against N and lists) */
+	if (getenv("BENCH_ONLY_INGEST"))
+		return 0;
 
 	/* BENCH_PROFILE=B:P: only 3 searches of batch B with P probes, for a profiler */
 	if (getenv("BENCH_PROFILE"))
