@@ -25,7 +25,7 @@ SELECT searches AS s0, search_batches AS b0 FROM gpuindex_stats
 WHERE indexrelid = 'ivf_docs_v'::regclass \gset
 -- (a column named ctid cannot go into a table as such: rename it)
 CREATE TABLE ivf_res AS
-SELECT query, ctid AS tid, distance FROM gpuivf_search('ivf_docs_v', :'qs', 10);
+SELECT query, ctid AS tid, distance FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10);
 SELECT searches - :s0 AS searches, search_batches - :b0 AS batches FROM gpuindex_stats
 WHERE indexrelid = 'ivf_docs_v'::regclass;
 SELECT count(*), count(DISTINCT query), min(query), max(query) FROM ivf_res;
@@ -46,6 +46,44 @@ SELECT bool_and(ok) AS ascending
 FROM (SELECT distance >= lag(distance) OVER w OR lag(distance) OVER w IS NULL AS ok
       FROM ivf_res WINDOW w AS (PARTITION BY query ORDER BY distance)) s;
 DROP TABLE ivf_res;
+
+-- the packed form: the same queries as little-endian float4, row after row.
+-- f4le() packs a real[] so (float4send() is big-endian: reverse its bytes).
+CREATE FUNCTION f4le(real[]) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT coalesce(string_agg(substr(b, 4, 1) || substr(b, 3, 1) || substr(b, 2, 1) || substr(b, 1, 1),
+                             '' ORDER BY o), '')
+  FROM unnest($1) WITH ORDINALITY u(x, o), float4send(u.x) b $$;
+-- known encodings: 1 = 0x3f800000, -2 = 0xc0000000, 0.5 = 0x3f000000, 3 = 0x40400000
+SELECT f4le('{1,-2}') AS one_minus_two, f4le('{{0.5},{3}}') AS half_three, f4le('{}') AS empty;
+SELECT f4le(:'qs'::real[]) AS qb \gset
+SELECT length(:'qb'::bytea) AS qb_bytes;
+-- every row of the real[] form, in the same order, and nothing else
+CREATE TABLE ivf_arr AS SELECT n, query, ctid AS tid, distance
+FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10) WITH ORDINALITY r(query, ctid, distance, n);
+CREATE TABLE ivf_bin AS SELECT n, query, ctid AS tid, distance
+FROM gpuivf_search_packed('ivf_docs_v', :'qb'::bytea, 10) WITH ORDINALITY r(query, ctid, distance, n);
+SELECT (SELECT count(*) FROM ivf_arr) AS arr_rows, (SELECT count(*) FROM ivf_bin) AS bin_rows,
+       (SELECT count(*) FROM (TABLE ivf_arr EXCEPT ALL TABLE ivf_bin) a) +
+       (SELECT count(*) FROM (TABLE ivf_bin EXCEPT ALL TABLE ivf_arr) b) AS differences;
+-- the comparison sees a difference: the queries in reverse order differ row by
+-- row, and match once numbered back
+CREATE TABLE ivf_rev AS SELECT n, query, ctid AS tid, distance
+FROM gpuivf_search_packed('ivf_docs_v', f4le((SELECT array_agg(v ORDER BY q DESC) FROM ivf_q)), 10)
+     WITH ORDINALITY r(query, ctid, distance, n);
+SELECT (SELECT count(*) FROM (TABLE ivf_arr EXCEPT ALL TABLE ivf_rev) a) > 0 AS reversed_differs,
+       (SELECT count(*) FROM (SELECT query, tid, distance FROM ivf_arr
+                              EXCEPT ALL
+                              SELECT 1001 - query, tid, distance FROM ivf_rev) a) AS renumbered_differences;
+DROP TABLE ivf_arr, ivf_bin, ivf_rev;
+-- the key form likewise
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE a.key IS DISTINCT FROM b.key OR a.distance IS DISTINCT FROM b.distance
+                        OR a.query IS DISTINCT FROM b.query) AS differences
+FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10, 'id', NULL::bigint) WITH ORDINALITY a(query, key, distance, n)
+FULL JOIN gpuivf_search_packed('ivf_docs_v', :'qb'::bytea, 10, 'id', NULL::bigint) WITH ORDINALITY b(query, key, distance, n)
+  USING (n);
+SELECT query, key, distance
+FROM gpuivf_search_packed('ivf_docs_v', f4le((SELECT v FROM ivf_docs WHERE id = 42)), 1, 'id', NULL::bigint);
 
 -- probes = lists: the exact answer
 SET gpuivf.probes = 10;
@@ -75,7 +113,7 @@ DELETE FROM ivf_docs WHERE id % 4 <> 0;
 SELECT count(*) AS rows, bool_and(d.id % 4 = 0) AS all_visible,
        min(cnt) AS min_per_query
 FROM (SELECT query, count(*) OVER (PARTITION BY query) AS cnt, ctid
-      FROM gpuivf_search('ivf_docs_v', :'qs', 10)) r
+      FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10)) r
 JOIN ivf_docs d ON d.ctid = r.ctid;
 SELECT count(*) AS mismatches
 FROM ivf_q q
@@ -87,11 +125,11 @@ ROLLBACK;
 -- rows this transaction inserted are found (the insert queue is flushed)
 BEGIN;
 INSERT INTO ivf_docs VALUES (5001, 'new', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}');
-SELECT key FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', 1, 'id', NULL::bigint);
+SELECT key FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}'::real[], 1, 'id', NULL::bigint);
 ROLLBACK;
 -- k larger than the table: every row once
 SELECT count(*), count(DISTINCT ctid)
-FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', 5000);
+FROM gpuivf_search('ivf_docs_v', '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}'::real[], 5000);
 -- a HOT update (no new index entry): the visible version's ctid comes back
 BEGIN;
 SELECT ctid AS old_ctid FROM ivf_docs WHERE id = 42 \gset
@@ -106,44 +144,65 @@ RESET gpuivf.probes;
 --
 -- Bad input
 --
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', 0);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', -1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}', 100001);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NaN}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,Infinity}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NULL}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{{{1,2,3,4,5,6,7,8}}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_pkey', '{{1,2,3,4,5,6,7,8}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs', '{{1,2,3,4,5,6,7,8}}', 1);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'nosuch', NULL::int);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'id', NULL::int);
-SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, 'ctid', NULL::tid);
--- NULL arguments: no rows
-SELECT count(*) FROM gpuivf_search('ivf_docs_v', NULL, 1);
-SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', NULL);
-SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1, NULL, NULL::int);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}'::real[], 0);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}'::real[], -1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8}}'::real[], 100001);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NaN}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,Infinity}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NULL}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{{{1,2,3,4,5,6,7,8}}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_pkey', '{{1,2,3,4,5,6,7,8}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs', '{{1,2,3,4,5,6,7,8}}'::real[], 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1, 'nosuch', NULL::int);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1, 'id', NULL::int);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1, 'ctid', NULL::tid);
+-- the packed form
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8}'), 0);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8}'), 100001);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', ''::bytea, 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3}'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8,9,10}'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8}') || '\x00'::bytea, 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{{1,2,3,4,5,6,7,8},{1,2,3,4,5,6,7,NaN}}'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{{1,2,3,4,5,6,7,8},{1,2,-Infinity,4,5,6,7,8}}'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', decode(repeat('00', 32 * 1000001), 'hex'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_pkey', f4le('{1,2,3,4,5,6,7,8}'), 1);
+SELECT * FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8}'), 1, 'id', NULL::int);
+-- an untyped literal resolves to the real[] form (the packed form has its own name);
+-- distance rounded: the CUDA backend accumulates in float, the host in double
+SELECT query, ctid, round(distance::numeric, 3) AS distance
+FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', NULL::real[], 1);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], NULL);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1, NULL, NULL::int);
+SELECT count(*) FROM gpuivf_search_packed('ivf_docs_v', NULL::bytea, 1);
+SELECT count(*) FROM gpuivf_search_packed('ivf_docs_v', f4le('{1,2,3,4,5,6,7,8}'), NULL);
+SELECT count(*) FROM gpuivf_search_packed('ivf_docs_v', NULL::bytea, 1, 'id', NULL::bigint);
 -- an empty index: no rows (and no dimension to check)
 CREATE TABLE ivf_none (v real[]);
 CREATE INDEX ivf_none_v ON ivf_none USING gpuivf (v);
-SELECT count(*) FROM gpuivf_search('ivf_none_v', '{1,2}', 1);
+SELECT count(*) FROM gpuivf_search('ivf_none_v', '{1,2}'::real[], 1);
+SELECT count(*) FROM gpuivf_search_packed('ivf_none_v', f4le('{1,2}'), 1);
+SELECT count(*) FROM gpuivf_search_packed('ivf_none_v', ''::bytea, 1);
 DROP TABLE ivf_none;
 -- reading an index needs SELECT on its table
 CREATE ROLE regress_gpuivf_reader;
 SET ROLE regress_gpuivf_reader;
-SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1);
+SELECT * FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1);
 SELECT * FROM gpuivf_centroids('ivf_docs_v');
 SELECT * FROM gpuivf_list_items('ivf_docs_v');
 RESET ROLE;
 GRANT SELECT ON ivf_docs TO regress_gpuivf_reader;
 SET ROLE regress_gpuivf_reader;
-SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}', 1);
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', '{1,2,3,4,5,6,7,8}'::real[], 1);
 RESET ROLE;
 REVOKE SELECT ON ivf_docs FROM regress_gpuivf_reader;
 DROP ROLE regress_gpuivf_reader;
 
 DROP TABLE ivf_docs, ivf_q;
+DROP FUNCTION f4le(real[]);
 SELECT count(*) FROM gpuindex_stats WHERE index_name LIKE 'ivf\_%';
 -- leave the database as the next test expects it
 DROP EXTENSION gpuindex;

@@ -4,6 +4,8 @@ round trip."""
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 OPERATORS = {"l2": "<->", "ip": "<#>", "cosine": "<=>"}
 IVF_PROBES = (1, 2, 4, 8, 16, 32, 64, 128)
 HNSW_EF = (10, 20, 40, 80, 160, 320)
@@ -84,11 +86,13 @@ class SqlEngine:
                 % (nq, table, OPERATORS[metric], qtable, k))
 
     def batch_sql(self, index, table, metric):
-        """One statement answering many queries: param 1 the queries (text literal), 2 k.
+        """One statement answering many queries: param 1 the queries (batch_param), 2 k.
         Returns (query number from 1, id)."""
         if self.am == "gpuivf":
-            return (f"SELECT query, key FROM gpuivf_search('{index}'::regclass, "
-                    f"%s::real[], %s, 'id', NULL::bigint)")
+            return (f"SELECT query, key FROM gpuivf_search_packed('{index}'::regclass, "
+                    f"%s::bytea, %s, 'id', NULL::bigint)")
+        # pgvector has no binary batch form: the server parses the vector[] text
+        # literal, and that input cost is part of its batch figure
         return (f"SELECT q.i, s.id FROM unnest(%s::vector[]) WITH ORDINALITY q(v, i) "
                 f"CROSS JOIN LATERAL (SELECT id FROM {table} "
                 f"ORDER BY embedding {OPERATORS[metric]} q.v LIMIT %s) s")
@@ -101,9 +105,10 @@ SQL_ENGINES = {
 }
 
 
-def batch_literal(queries, coltype):
-    """The queries of a batch as one text literal: real[][] or vector[]."""
-    rows = [",".join(repr(float(f)) for f in q) for q in queries]
+def batch_param(queries, coltype):
+    """The queries of a batch as one parameter: for gpuivf (real[]) the bytea of
+    little-endian float4 rows, for pgvector a vector[] text literal."""
     if coltype == "real[]":
-        return "{" + ",".join("{" + r + "}" for r in rows) + "}"
+        return np.asarray(queries, dtype="<f4").tobytes()
+    rows = [",".join(repr(float(f)) for f in q) for q in queries]
     return "{" + ",".join('"[' + r + ']"' for r in rows) + "}"

@@ -8,6 +8,13 @@
  *				  key_column name, key_type anyelement)
  *		RETURNS TABLE(query integer, key anyelement, distance float8)
  *
+ *	gpuivf_search_packed(index regclass, queries bytea, k integer
+ *						 [, key_column name, key_type anyelement])
+ *		the same, with the queries as n * dim float4 values, little-endian,
+ *		packed row after row (numpy's q.astype('<f4').tobytes()): no text
+ *		parsing of the floats on the server.  Its own name, not an overload,
+ *		so that an untyped literal still picks the real[] form.
+ *
  * queries is a 2-D array (one query per row) or a 1-D array (one query).
  * For each query the k nearest rows of the probed lists (gpuivf.probes)
  * that are visible to the statement's snapshot come back, nearest first;
@@ -30,6 +37,7 @@
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "port/pg_bswap.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -42,6 +50,8 @@
 
 PG_FUNCTION_INFO_V1(gpuivf_search);
 PG_FUNCTION_INFO_V1(gpuivf_search_key);
+PG_FUNCTION_INFO_V1(gpuivf_search_bytea);
+PG_FUNCTION_INFO_V1(gpuivf_search_bytea_key);
 
 /* the answer of one request stays well under palloc's 1 GB */
 #define GPUIVF_BATCH_REPLY_BYTES	((Size) 256 * 1024 * 1024)
@@ -65,7 +75,35 @@ typedef struct BatchQuery
 	uint64		last_key;
 } BatchQuery;
 
-/* the queries as nq * dim floats, validated */
+static void
+batch_check_count(Size nq)
+{
+	if (nq > GPUIVF_BATCH_MAX_QUERIES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("at most %d queries per call", GPUIVF_BATCH_MAX_QUERIES)));
+}
+
+/* the same rule for both input forms: finite values only */
+static void
+batch_check_values(const float4 *q, int nq, int dim)
+{
+	for (Size i = 0; i < (Size) nq * dim; i++)
+	{
+		if (isnan(q[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("query vector must not contain NaN"),
+					 errdetail("Query %d has NaN.", (int) (i / dim) + 1)));
+		if (isinf(q[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("query vector must not contain infinite values"),
+					 errdetail("Query %d has an infinite value.", (int) (i / dim) + 1)));
+	}
+}
+
+/* the queries of the real[] form as nq * dim floats, validated */
 static float4 *
 batch_queries(ArrayType *arr, int *nq_out, int *dim_out)
 {
@@ -89,10 +127,7 @@ batch_queries(ArrayType *arr, int *nq_out, int *dim_out)
 				 errdetail("Array has %d dimensions.", ndim)));
 	nq = ndim == 2 ? ARR_DIMS(arr)[0] : 1;
 	dim = ARR_DIMS(arr)[ndim - 1];
-	if (nq > GPUIVF_BATCH_MAX_QUERIES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("at most %d queries per call", GPUIVF_BATCH_MAX_QUERIES)));
+	batch_check_count(nq);
 	if (dim > GI_MAX_DIM)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -103,30 +138,70 @@ batch_queries(ArrayType *arr, int *nq_out, int *dim_out)
 				 errmsg("queries must not contain nulls")));
 
 	q = (float4 *) ARR_DATA_PTR(arr);
-	for (Size i = 0; i < (Size) nq * dim; i++)
-	{
-		if (isnan(q[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("query vector must not contain NaN"),
-					 errdetail("Query %d has NaN.", (int) (i / dim) + 1)));
-		if (isinf(q[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("query vector must not contain infinite values"),
-					 errdetail("Query %d has an infinite value.", (int) (i / dim) + 1)));
-	}
+	batch_check_values(q, nq, dim);
 	*nq_out = nq;
 	*dim_out = dim;
 	return q;
 }
 
+/*
+ * The queries of the bytea form as nq * dim floats, validated: the bytes
+ * are float4 values, little-endian, row after row; dim is the index's (0:
+ * nothing indexed yet, only the length's form is checked and nq is 0).
+ */
+static float4 *
+batch_queries_bytea(bytea *raw, uint32 dim, int *nq_out)
+{
+	Size		len = VARSIZE_ANY_EXHDR(raw);
+	Size		rowbytes = (Size) Max(dim, 1) * sizeof(float4);
+	Size		nq;
+	float4	   *q;
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("queries must not be empty")));
+	if (len % rowbytes != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("length of queries must be a multiple of %zu bytes: the index has %u dimensions, a float4 (4 bytes) each",
+						rowbytes, dim),
+				 len % sizeof(float4) != 0 ?
+				 errdetail("%zu bytes is not a whole number of float4 values.", len) :
+				 errdetail("%zu bytes are %zu float4 values, not a multiple of %u (%zu x %u + %zu).",
+						   len, len / sizeof(float4), dim, len / rowbytes, dim,
+						   (len % rowbytes) / sizeof(float4)),
+				 errhint("Pack n x %u little-endian float4 values row after row, as numpy's q.astype('<f4').tobytes() does.",
+						 dim)));
+	*nq_out = 0;
+	if (dim == 0)
+		return NULL;
+	nq = len / rowbytes;
+	batch_check_count(nq);
+
+	q = palloc(len);
+	memcpy(q, VARDATA_ANY(raw), len);
+#ifdef WORDS_BIGENDIAN
+	for (Size i = 0; i < len / sizeof(float4); i++)
+	{
+		uint32		u;
+
+		memcpy(&u, &q[i], sizeof(u));
+		u = pg_bswap32(u);
+		memcpy(&q[i], &u, sizeof(u));
+	}
+#endif
+	batch_check_values(q, (int) nq, (int) dim);
+	*nq_out = (int) nq;
+	return q;
+}
+
+/* both forms: binary says queries is the bytea of float4 rather than real[] */
 static Datum
-batch_search(FunctionCallInfo fcinfo, bool with_key)
+batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			indexoid = PG_GETARG_OID(0);
-	ArrayType  *qarr = PG_GETARG_ARRAYTYPE_P(1);
 	int32		k = PG_GETARG_INT32(2);
 	Relation	heap;
 	Relation	index;
@@ -135,9 +210,9 @@ batch_search(FunctionCallInfo fcinfo, bool with_key)
 	uint32		lists;
 	uint32		metric;
 	uint32		probes = (uint32) gpuivf_probes;
-	float4	   *queries;
-	int			nq;
-	int			qdim;
+	float4	   *queries = NULL;
+	int			nq = 0;
+	int			qdim = 0;
 	AttrNumber	keyatt = InvalidAttrNumber;
 	BatchQuery *bq;
 	int		   *pend;
@@ -188,13 +263,21 @@ batch_search(FunctionCallInfo fcinfo, bool with_key)
 		get_typlenbyval(have, &keylen, &keybyval);
 	}
 
-	queries = batch_queries(qarr, &nq, &qdim);
+	if (!binary)
+		queries = batch_queries(PG_GETARG_ARRAYTYPE_P(1), &nq, &qdim);
 
 	meta = gpuivf_get_meta(index);
 	dim = meta->dim;
 	lists = meta->lists;
 	metric = meta->metric;
 	meta = NULL;
+
+	/* the bytea holds no shape of its own: the index's dimension is it */
+	if (binary)
+	{
+		queries = batch_queries_bytea(PG_GETARG_BYTEA_PP(1), dim, &nq);
+		qdim = (int) dim;
+	}
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -337,15 +420,9 @@ batch_search(FunctionCallInfo fcinfo, bool with_key)
 	return (Datum) 0;
 }
 
-Datum
-gpuivf_search(PG_FUNCTION_ARGS)
-{
-	return batch_search(fcinfo, false);
-}
-
 /* not STRICT, since key_type is normally a NULL: check the others here */
-Datum
-gpuivf_search_key(PG_FUNCTION_ARGS)
+static Datum
+batch_search_key(FunctionCallInfo fcinfo, bool binary)
 {
 	for (int i = 0; i < 4; i++)
 		if (PG_ARGISNULL(i))
@@ -353,5 +430,29 @@ gpuivf_search_key(PG_FUNCTION_ARGS)
 			InitMaterializedSRF(fcinfo, 0);
 			return (Datum) 0;
 		}
-	return batch_search(fcinfo, true);
+	return batch_search(fcinfo, true, binary);
+}
+
+Datum
+gpuivf_search(PG_FUNCTION_ARGS)
+{
+	return batch_search(fcinfo, false, false);
+}
+
+Datum
+gpuivf_search_key(PG_FUNCTION_ARGS)
+{
+	return batch_search_key(fcinfo, false);
+}
+
+Datum
+gpuivf_search_bytea(PG_FUNCTION_ARGS)
+{
+	return batch_search(fcinfo, false, true);
+}
+
+Datum
+gpuivf_search_bytea_key(PG_FUNCTION_ARGS)
+{
+	return batch_search_key(fcinfo, true);
 }

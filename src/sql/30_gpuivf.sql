@@ -59,6 +59,26 @@ CREATE FUNCTION gpuivf_search(index regclass, queries real[], k integer,
 COMMENT ON FUNCTION gpuivf_search(regclass, real[], integer, name, anyelement) IS
 	'like gpuivf_search(index, queries, k) but returns the value of key_column (pass NULL::its_type as key_type) instead of the ctid';
 
+-- The same, with the queries as n x dim float4 values, little-endian, row after
+-- row (numpy: q.astype('<f4').tobytes()): no text parsing of the floats.  A
+-- name of its own, not an overload: with a bytea overload an untyped literal
+-- ('{...}') given to gpuivf_search would be ambiguous.
+
+CREATE FUNCTION gpuivf_search_packed(index regclass, queries bytea, k integer)
+	RETURNS TABLE(query integer, ctid tid, distance float8)
+	AS 'MODULE_PATHNAME', 'gpuivf_search_bytea'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpuivf_search_packed(regclass, bytea, integer) IS
+	'gpuivf_search(index, queries, k) with the queries as n x dim little-endian float4 values, packed row after row';
+
+CREATE FUNCTION gpuivf_search_packed(index regclass, queries bytea, k integer,
+							  key_column name, key_type anyelement)
+	RETURNS TABLE(query integer, key anyelement, distance float8)
+	AS 'MODULE_PATHNAME', 'gpuivf_search_bytea_key'
+	LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpuivf_search_packed(regclass, bytea, integer, name, anyelement) IS
+	'gpuivf_search(index, queries, k, key_column, key_type) with the queries as n x dim little-endian float4 values, packed row after row';
+
 -- Looking inside an index.
 
 CREATE FUNCTION gpuivf_index_info(index regclass,
