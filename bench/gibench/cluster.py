@@ -18,6 +18,11 @@ BASE_CONF = {
     "max_wal_size": "'16GB'",
     "checkpoint_timeout": "'1h'",
     "max_connections": "50",
+    # pgvector builds IVFFlat and HNSW with parallel workers: give them the machine's
+    # cores (PostgreSQL's default, 2, on the 2-core VM; up to 7 next to the device
+    # service under max_worker_processes = 8 on a GPU host). gpuivf's build runs its
+    # k-means and assignment in the device service, on the GPU when there is one.
+    "max_parallel_maintenance_workers": str(min(7, max(2, (os.cpu_count() or 2) - 1))),
 }
 
 
