@@ -26,11 +26,17 @@
 #   bench/.cache/src-trixie    pgvector's Debian source, unpacked (required for the peers)
 #   .faissgpu                  the Faiss GPU IVF-Flat program (optional, bench/faiss-gpu/)
 #   bench/.cache/data/minilm-20k  the real-text set (optional)
+#   .cuvs/p1 .. p5             the cuVS wheels in parts (optional: the cuVS references;
+#                              bench/setup/cuvs-wheels.sh; they come in several calls
+#                              to one warm machine, each stashed, see bench/README.md)
 #
 # Environment (defaults in brackets):
 #   GPUINDEX_BENCH_DEVICE  gpuindex.device [cuda]; cpu for a dry run on a machine without GPU
 #   BENCH_GPU_PLAN         full [full] | tiny (dry run: 20K rows, 3 stream steps, short runs)
 #   BENCH_GPU_BUDGET       seconds for everything before the final packaging [470]
+#   BENCH_GPU_STEPS        the scenarios to run, in this order [search stream mutate build
+#                          search-minilm]: one call of the device tool (10 minutes) does
+#                          not hold them all with 3 repeats and 50 window steps
 #   BENCH_GPU_TAG          results folder docs/benchmarks/gpu-TAG [from nvidia-smi: h200, h100]
 #   BENCH_GPU_ARGS         extra bench.py arguments for every scenario (e.g. --set X=Y)
 #   BENCH_GPU_DEADLINE_MARGIN  seconds between a step's --deadline and its hard limit
@@ -56,7 +62,9 @@ prefix=${BENCH_PG_PREFIX:-/tmp/pg-bench}
 work=${BENCH_WORK:-/tmp/gpuindex-gpu-bench}
 port=${BENCH_PORT:-54395}
 site=$work/site
-export root here out work device plan py wheels debs prefix site
+steps_sel=" ${BENCH_GPU_STEPS:-search stream mutate build search-minilm} "
+export root here out work device plan py wheels debs prefix site steps_sel
+want() { case $steps_sel in *" $1 "*) return 0 ;; esac; return 1; }
 
 rm -rf "$work"
 mkdir -p "$work/logs" "$work/results"
@@ -178,9 +186,17 @@ command -v clang-14 >/dev/null || export GPUINDEX_MAKE_ARGS="with_llvm=no ${GPUI
 
 # ---- 2. wheels -------------------------------------------------------------------------
 install_wheels() {
-	local list
+	local list extra=
+	# the cuVS parts (carried now or stashed by earlier calls), when there are any
+	if ls "$root"/.cuvs/p*/part-* "${CUVS_PARTS_STASH:-/tmp/cuvs-parts}"/part-* 2>/dev/null | grep -q .; then
+		if bash "$here/setup/cuvs-wheels.sh" join "$work/cuvs-wheels" >/dev/null; then
+			extra=$work/cuvs-wheels
+		else
+			echo "NOTE: the cuVS wheels are incomplete: the cuVS references are left out"
+		fi
+	fi
 	# shellcheck disable=SC2086
-	list=$(find $wheels -name '*.whl' 2>/dev/null | sort)
+	list=$(find $wheels $extra -name '*.whl' 2>/dev/null | sort)
 	[ -n "$list" ] || { echo "no wheels under $wheels"; return 1; }
 	echo "$list" | sed 's|.*/|  |'
 	# shellcheck disable=SC2086
@@ -189,12 +205,33 @@ install_wheels() {
 	PYTHONPATH=$site "$py" -c 'import psycopg; print("psycopg", psycopg.__version__, psycopg.pq.__impl__, "libpq", psycopg.pq.version())' || return 1
 	PYTHONPATH=$site "$py" -c 'import faiss; print("faiss", faiss.__version__)' ||
 		echo "NOTE: faiss-cpu not importable: the Faiss CPU references are left out"
+	[ -n "$extra" ] || return 0
+	# cuVS: a small IVF-Flat and CAGRA index on the GPU, checked against brute force
+	PYTHONPATH=$site "$py" - <<'PY' || echo "NOTE: cuVS does not run here: the cuVS references are left out"
+import cupy as cp, numpy as np, cuvs
+from cuvs.neighbors import cagra, ivf_flat
+rng = np.random.default_rng(7)
+x = rng.standard_normal((20000, 64), dtype=np.float32)
+q = x[:100] + 0.01 * rng.standard_normal((100, 64), dtype=np.float32)
+want = np.argsort(((q[:, None, :] - x[None, :, :]) ** 2).sum(-1), axis=1)[:, :10]
+xd, qd = cp.asarray(x), cp.asarray(q)
+i = ivf_flat.build(ivf_flat.IndexParams(n_lists=64), xd)
+_, a = ivf_flat.search(ivf_flat.SearchParams(n_probes=64), i, qd, 10)
+g = cagra.build(cagra.IndexParams(graph_degree=32), xd)
+_, b = cagra.search(cagra.SearchParams(itopk_size=64), g, qd, 10)
+ra = np.mean([len(set(r) & set(w)) / 10 for r, w in zip(cp.asnumpy(cp.asarray(a)), want)])
+rb = np.mean([len(set(r) & set(w)) / 10 for r, w in zip(cp.asnumpy(cp.asarray(b)), want)])
+print(f"cuvs {cuvs.__version__}: IVF-Flat all lists recall {ra:.3f}, CAGRA recall {rb:.3f}")
+assert ra > 0.999 and rb > 0.9
+PY
 }
 export -f install_wheels
 run_step wheels 120 10 install_wheels || { echo "FATAL: no psycopg"; package; exit 1; }
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 faiss_cpu=0
 "$py" -c 'import faiss' 2>/dev/null && faiss_cpu=1
+cuvs_ok=0
+grep -q '^cuvs .*CAGRA recall' "$work/logs/wheels.log" 2>/dev/null && cuvs_ok=1
 
 # ---- 3. builds (in the background) and data -------------------------------------------
 case $plan in
@@ -235,8 +272,11 @@ for name in sys.argv[1:]:
 EOF
 }
 export -f prepare_data
-data_sets=$search_ds
-[ "$big_ds" != "$search_ds" ] && data_sets="$data_sets $big_ds"
+data_sets=
+want search && data_sets=$search_ds
+if want stream || want mutate || want build; then
+	case " $data_sets " in *" $big_ds "*) ;; *) data_sets="$data_sets $big_ds" ;; esac
+fi
 # shellcheck disable=SC2086
 run_step data 240 30 prepare_data $data_sets
 
@@ -300,41 +340,55 @@ refs_search=faiss-gpu-ivf
 [ $faiss_cpu = 1 ] && refs_search=faiss-gpu-ivf,faiss-ivf,faiss-hnsw
 refs_build=faiss-gpu-ivf
 [ $faiss_cpu = 1 ] && refs_build=faiss-gpu-ivf,faiss-ivf
+if [ $cuvs_ok = 1 ]; then
+	refs_search=$refs_search,cuvs-ivf,cuvs-cagra
+	refs_build=$refs_build,cuvs-ivf,cuvs-cagra
+fi
+echo "references: search $refs_search; build $refs_build"
 if [ -x "$root/.faissgpu/faiss_gpu_bench" ] || [ -n "${BENCH_FAISS_GPU_BIN:-}" ]; then
 	echo "Faiss GPU program: ${BENCH_FAISS_GPU_BIN:-$root/.faissgpu/faiss_gpu_bench}"
 else
 	echo "NOTE: no .faissgpu/faiss_gpu_bench: the Faiss GPU reference is left out"
 fi
 
+# each step runs when BENCH_GPU_STEPS names it; a stream/mutate/build group shares one
+# loaded cluster (--reuse), so the first of them that runs loads it (--fresh)
+fresh_big=--fresh
+big() { big_mode=$fresh_big; fresh_big=--reuse; }
 if [ "$plan" = tiny ]; then
-	bench search 200 20 --fresh --last search --dataset "$search_ds" --nq 100 --repeats 2 \
-		--seconds 1 --clients 8 --probes 1,4,16,64 --ef-search 20,80 --refs "$refs_search"
-	bench stream 150 20 --fresh stream --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--window 5000 --batch 1000 --steps 3 --searches 50 --nq 100 --refs none --repeats 2
-	bench mutate 120 20 --reuse mutate --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--rows 20000 --inserts 50 --deletes 3 --nq 100 --refs none --repeats 2
-	bench build 120 20 --reuse --last build --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--repeats 2 --nq 100 --refs "$refs_build"
-	[ $minilm = 1 ] && bench search-minilm 200 30 --fresh --last search --dataset minilm-20k \
-		--nq 100 --repeats 2 --seconds 1 --clients 8 --probes 1,8,32 --ef-search 40 \
+	want search && bench search 200 20 --fresh --last search --dataset "$search_ds" --nq 100 \
+		--repeats 2 --seconds 1 --clients 8 --probes 1,4,16,64 --ef-search 20,80 \
 		--refs "$refs_search"
+	want stream && big && bench stream 150 20 "$big_mode" stream --dataset "$big_ds" \
+		--engines gpuivf,ivfflat --window 5000 --batch 1000 --steps 3 --searches 50 --nq 100 \
+		--refs none --repeats 2
+	want mutate && big && bench mutate 120 20 "$big_mode" mutate --dataset "$big_ds" \
+		--engines gpuivf,ivfflat --rows 20000 --inserts 50 --deletes 3 --nq 100 --refs none \
+		--repeats 2
+	want build && big && bench build 120 20 "$big_mode" --last build --dataset "$big_ds" --engines gpuivf,ivfflat \
+		--repeats 2 --nq 100 --refs "$refs_build"
+	want search-minilm && [ $minilm = 1 ] && bench search-minilm 200 30 --fresh --last search \
+		--dataset minilm-20k --nq 100 --repeats 2 --seconds 1 --clients 8 --probes 1,8,32 \
+		--ef-search 40 --refs "$refs_search"
 else
 	# 500K x 128: the data of the VM's search results (same generator, seed, queries, lists
-	# 707); probes to 64 (recall ~0.995), ef_search 20 to 320
-	bench search 210 60 --fresh --last search --dataset "$search_ds" --nq 300 --repeats 2 \
-		--seconds 2 --clients 8 --probes 1,2,4,8,16,32,64 --ef-search 20,40,80,160,320 \
-		--refs "$refs_search"
-	# 1M x 128: the issue's window W = 200K, B = 10K (20 of its 50 steps), then 1M-row
-	# mutations and CREATE INDEX on the same loaded cluster
-	bench stream 85 45 --fresh stream --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--window 200000 --batch 10000 --steps 20 --searches 100 --nq 300 --refs none
-	bench mutate 110 45 --reuse mutate --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--rows 1000000 --nq 300 --refs none
-	bench build 70 40 --reuse --last build --dataset "$big_ds" --engines gpuivf,ivfflat \
-		--repeats 2 --nq 300 --refs "$refs_build"
-	[ $minilm = 1 ] && bench search-minilm 90 45 --fresh --last search --dataset minilm-20k \
-		--nq 300 --repeats 2 --seconds 2 --clients 8 --probes 1,2,4,8,16,32,64 \
-		--ef-search 20,40,80,160 --refs "$refs_search"
+	# 707); probes to 64 (recall ~0.995), ef_search 20 to 320; medians of 3
+	want search && bench search 480 120 --fresh --last search --dataset "$search_ds" \
+		--nq 300 --repeats 3 --seconds 2 --clients 8 --probes 1,2,4,8,16,32,64 \
+		--ef-search 20,40,80,160,320 --refs "$refs_search"
+	# 1M x 128: the issue's window W = 200K, B = 10K, 50 steps (HNSW left out: one
+	# DELETE + VACUUM of 10K rows took 345 s on the VM), then 1M-row mutations and CREATE
+	# INDEX on the same loaded cluster
+	want stream && big && bench stream 300 60 "$big_mode" stream --dataset "$big_ds" \
+		--engines gpuivf,ivfflat --window 200000 --batch 10000 --steps 50 --searches 100 \
+		--nq 300 --refs none
+	want mutate && big && bench mutate 110 45 "$big_mode" mutate --dataset "$big_ds" \
+		--engines gpuivf,ivfflat --rows 1000000 --nq 300 --refs none
+	want build && big && bench build 250 60 "$big_mode" --last build --dataset "$big_ds" \
+		--engines gpuivf,ivfflat,hnsw --repeats 3 --nq 300 --refs "$refs_build"
+	want search-minilm && [ $minilm = 1 ] && bench search-minilm 240 45 --fresh --last search \
+		--dataset minilm-20k --nq 300 --repeats 3 --seconds 2 --clients 8 \
+		--probes 1,2,4,8,16,32,64 --ef-search 20,40,80,160 --refs "$refs_search"
 fi
 
 # ---- 5. leave nothing running, package ---------------------------------------------------

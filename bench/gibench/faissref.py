@@ -92,10 +92,14 @@ class Cuvs:
 
     def __init__(self, name, structure):
         import cupy
+        from cuvs.common import Resources
         from cuvs.neighbors import cagra, ivf_flat
         self.cp, self.cagra, self.ivf_flat = cupy, cagra, ivf_flat
         self.name, self.structure = name, structure
         self.knob = None
+        # one handle (stream, cuBLAS handle, workspace) for every call, as a server
+        # would keep it: a fresh one a call would charge its setup to each query
+        self.res = Resources()
 
     def threads(self, n):
         pass
@@ -115,10 +119,16 @@ class Cuvs:
         x = self.cp.asarray(_prep(x, metric))
         mt = "sqeuclidean" if metric == "l2" else "inner_product"
         if self.structure == "cagra":
+            # graph degree 2m as HNSW's layer 0 (m = 16: 32), cuVS's default
+            # intermediate degree (128) and graph build (IVF-PQ)
             p = self.cagra.IndexParams(metric=mt, graph_degree=2 * params.get("m", 16))
-            return self.cagra.build(p, x)
-        p = self.ivf_flat.IndexParams(n_lists=params["lists"], metric=mt)
-        return self.ivf_flat.build(p, x)
+            index = self.cagra.build(p, x, resources=self.res)
+        else:
+            # cuVS's own k-means defaults (20 iterations on half the rows)
+            p = self.ivf_flat.IndexParams(n_lists=params["lists"], metric=mt)
+            index = self.ivf_flat.build(p, x, resources=self.res)
+        self.res.sync()
+        return index
 
     def set_knob(self, index, value):
         self.knob = int(value)
@@ -127,11 +137,11 @@ class Cuvs:
         qd = self.cp.asarray(_prep(q, metric))
         if self.structure == "cagra":
             sp = self.cagra.SearchParams(itopk_size=max(self.knob, k))
-            _, ids = self.cagra.search(sp, index, qd, k)
+            _, ids = self.cagra.search(sp, index, qd, k, resources=self.res)
         else:
             sp = self.ivf_flat.SearchParams(n_probes=self.knob)
-            _, ids = self.ivf_flat.search(sp, index, qd, k)
-        self.cp.cuda.runtime.deviceSynchronize()
+            _, ids = self.ivf_flat.search(sp, index, qd, k, resources=self.res)
+        self.res.sync()
         return self.cp.asnumpy(self.cp.asarray(ids))
 
     def size_bytes(self, index):
