@@ -76,15 +76,9 @@ gi_cu_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 		gi_cu_set_error("store_delete: keys must not be NULL");
 		return GI_ERR_INVALID;
 	}
-	st = gi_cu_check_usable(s);
+	st = gi_cu_mutation_begin(s);
 	if (st != GI_OK)
 		return st;
-	if (!s->concurrent)
-	{
-		st = gi_cu_quiesce(s);
-		if (st != GI_OK)
-			return st;
-	}
 
 	t0 = gi_cu_now_ns();
 	st = gi_cu_plan_delete(s, n, keys, &done);

@@ -205,15 +205,9 @@ gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 			}
 		}
 	}
-	st = gi_cu_check_usable(s);
+	st = gi_cu_mutation_begin(s);
 	if (st != GI_OK)
 		return st;
-	if (!s->concurrent)
-	{
-		st = gi_cu_quiesce(s);
-		if (st != GI_OK)
-			return st;
-	}
 
 	s->dev_ms = 0.0;
 	rb = s->params.record_bytes;

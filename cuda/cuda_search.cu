@@ -943,6 +943,61 @@ gi_cu_groups(uint32_t qc, uint32_t P)
 	return g < 1 ? 1 : g;
 }
 
+/*
+ * Scratch for the partial top-k lists of `units` units (k entries each),
+ * which the merge kernel combines: units are (query, group) on the grouped
+ * path, (query, probed list) on the tile path.
+ */
+static gi_status
+gi_cu_partials(gi_store *s, gi_scan_args *a, size_t units)
+{
+	gi_status	st;
+
+	st = gi_cu_buf_reserve(&s->s_cd, units * a->k * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_ck, units * a->k * sizeof(uint64_t));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&s->s_cn, units * sizeof(uint32_t));
+	if (st != GI_OK)
+		return st;
+	a->cd = (float *) s->s_cd.p;
+	a->ck = (uint64_t *) s->s_ck.p;
+	a->cn = (uint32_t *) s->s_cn.p;
+	return GI_OK;
+}
+
+/* each query's a.G partial lists into its final top-k */
+static gi_status
+gi_cu_merge(gi_store *s, const gi_scan_args &a, uint32_t qc, gi_hit *d_hits,
+			uint32_t *d_found)
+{
+	gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) a.cap * (sizeof(uint64_t) + sizeof(float)),
+		s->ss>>>(a.cd, a.ck, a.cn, a.G, a.k, a.cap, d_hits, d_found);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
+/*
+ * The tile kernel of S slabs at a time (gi_cu_tile_slabs), one block per
+ * tile.  Its shared memory may be over the 48 KiB default, which has to be
+ * allowed per kernel first.
+ */
+template <int S>
+static gi_status
+gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem)
+{
+	GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, S>,
+								   cudaFuncAttributeMaxDynamicSharedMemorySize,
+								   (int) smem));
+	/* all of L1 as shared memory: 3 blocks per SM, not 2 (ncu) */
+	GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, S>,
+								   cudaFuncAttributePreferredSharedMemoryCarveout,
+								   cudaSharedmemCarveoutMaxShared));
+	gi_k_scan_tile<GI_CU_TILE_Q, S><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
 static gi_status
 gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 		   uint32_t *d_found)
@@ -1041,18 +1096,11 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 												 (const unsigned char *) s->s_tflag.p,
 												 (uint32_t *) s->s_tile.p,
 												 seg + s->params.nlists, (int64_t) n, s->ss));
-			st = gi_cu_buf_reserve(&s->s_cd, n * a.k * sizeof(float));
-			if (st == GI_OK)
-				st = gi_cu_buf_reserve(&s->s_ck, n * a.k * sizeof(uint64_t));
-			if (st == GI_OK)
-				st = gi_cu_buf_reserve(&s->s_cn, n * sizeof(uint32_t));
+			st = gi_cu_partials(s, &a, n);
 			if (st != GI_OK)
 				return st;
 			a.cap = cap;
 			a.G = G;
-			a.cd = (float *) s->s_cd.p;
-			a.ck = (uint64_t *) s->s_ck.p;
-			a.cn = (uint32_t *) s->s_cn.p;
 			a.okeys = (const uint32_t *) s->s_okey2.p;
 			a.tiles = (const uint32_t *) s->s_tile.p;
 			a.ntiles = seg + s->params.nlists;
@@ -1062,31 +1110,12 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 							   (n < s->params.nlists ? n : s->params.nlists));
 			smem = gi_tile_smem(GI_CU_TILE_Q, cap, a.W);
 			if (gi_cu_tile_slabs() == 1)
-			{
-				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 1>,
-											   cudaFuncAttributeMaxDynamicSharedMemorySize,
-											   (int) smem));
-				/* all of L1 as shared memory: 3 blocks per SM, not 2 (ncu) */
-				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 1>,
-											   cudaFuncAttributePreferredSharedMemoryCarveout,
-											   cudaSharedmemCarveoutMaxShared));
-				gi_k_scan_tile<GI_CU_TILE_Q, 1><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
-			}
+				st = gi_cu_scan_tiles<1>(s, a, grid, smem);
 			else
-			{
-				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 2>,
-											   cudaFuncAttributeMaxDynamicSharedMemorySize,
-											   (int) smem));
-				GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, 2>,
-											   cudaFuncAttributePreferredSharedMemoryCarveout,
-											   cudaSharedmemCarveoutMaxShared));
-				gi_k_scan_tile<GI_CU_TILE_Q, 2><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
-			}
-			GI_CU_TRY(cudaGetLastError());
-			gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) cap * (sizeof(uint64_t) + sizeof(float)),
-				s->ss>>>(a.cd, a.ck, a.cn, G, a.k, cap, d_hits, d_found);
-			GI_CU_TRY(cudaGetLastError());
-			return GI_OK;
+				st = gi_cu_scan_tiles<2>(s, a, grid, smem);
+			if (st != GI_OK)
+				return st;
+			return gi_cu_merge(s, a, qc, d_hits, d_found);
 		}
 	}
 
@@ -1096,27 +1125,14 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	a.found = d_found;
 	if (G > 1)
 	{
-		size_t		n = (size_t) qc * G * a.k;
-
-		st = gi_cu_buf_reserve(&s->s_cd, n * sizeof(float));
-		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&s->s_ck, n * sizeof(uint64_t));
-		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&s->s_cn, (size_t) qc * G * sizeof(uint32_t));
+		st = gi_cu_partials(s, &a, (size_t) qc * G);
 		if (st != GI_OK)
 			return st;
-		a.cd = (float *) s->s_cd.p;
-		a.ck = (uint64_t *) s->s_ck.p;
-		a.cn = (uint32_t *) s->s_cn.p;
 	}
 	gi_k_scan<false><<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
 	GI_CU_TRY(cudaGetLastError());
 	if (G > 1)
-	{
-		gi_k_merge<<<qc, GI_CU_SCAN_THREADS, (size_t) cap * (sizeof(uint64_t) + sizeof(float)),
-			s->ss>>>(a.cd, a.ck, a.cn, G, a.k, cap, d_hits, d_found);
-		GI_CU_TRY(cudaGetLastError());
-	}
+		return gi_cu_merge(s, a, qc, d_hits, d_found);
 	return GI_OK;
 }
 

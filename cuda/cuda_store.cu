@@ -289,6 +289,24 @@ gi_cu_quiesce(gi_store *s)
 	return gi_cu_broken(s, st);
 }
 
+/*
+ * Before an insert or delete: the store must be usable, and outside a
+ * concurrent phase no search can overlap, so what earlier deletes held
+ * back is released now.
+ */
+gi_status
+gi_cu_mutation_begin(gi_store *s)
+{
+	gi_status	st;
+
+	st = gi_cu_check_usable(s);
+	if (st != GI_OK)
+		return st;
+	if (!s->concurrent)
+		return gi_cu_quiesce(s);
+	return GI_OK;
+}
+
 /* ---- pool growth --------------------------------------------------------- */
 
 /*

@@ -301,6 +301,7 @@ extern void gi_cu_launch_patches(gi_store *s, const gi_cu_patch *d, uint32_t nfi
 								 uint32_t total);
 extern gi_status gi_cu_apply_patches(gi_store *s, uint32_t from, uint32_t to);
 extern gi_status gi_cu_quiesce(gi_store *s);
+extern gi_status gi_cu_mutation_begin(gi_store *s);
 extern gi_status gi_cu_read_flags(gi_store *s, cudaStream_t st, uint32_t idx,
 								  uint32_t *flags);
 extern int	gi_cu_sm_count(void);
