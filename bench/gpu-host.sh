@@ -71,6 +71,24 @@ mkdir -p "$work/logs" "$work/results"
 exec > >(tee -a "$out/gpu-host.log") 2>&1
 export PYTHONUNBUFFERED=1
 
+# A full run takes several calls to one warm machine, each carrying what fits; the
+# machine keeps /tmp between calls but not the paths an earlier call carried.  So what
+# this call carried is stashed, and what it did not is restored from the stash.
+carry_stash=${BENCH_CARRY_STASH:-/tmp/gpuindex-carry}
+for p in .gpuhost/debs .benchwheels .benchwheels-faiss .faissgpu bench/.cache/src-trixie \
+	bench/.cache/data/minilm-20k; do
+	if [ -e "$root/$p" ]; then
+		mkdir -p "$carry_stash/$(dirname "$p")"
+		rm -rf "${carry_stash:?}/$p"
+		cp -a "$root/$p" "$carry_stash/$p"
+	elif [ -e "$carry_stash/$p" ]; then
+		mkdir -p "$root/$(dirname "$p")"
+		cp -a "$carry_stash/$p" "$root/$p"
+		echo "restored $p (carried by an earlier call)"
+	fi
+done
+ls "$root"/.cuvs/p*/part-* >/dev/null 2>&1 && bash "$here/setup/cuvs-wheels.sh" stash >/dev/null
+
 # GPU and the results' folder name
 gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
 gpu_present=0

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The cuVS wheels (cuvs-cu13 and what it needs beyond the GPU host's own packages),
 # fetched here and cut into parts that each fit one device call's carry (64 MiB with the
-# working tree), because libcuvs-cu13 alone is a 241 MB wheel.
+# working tree), because libcuvs-cu13 alone is a 241 MB wheel.  nvJitLink comes too:
+# libcuvs 26.10 links against symbols of nvJitLink 13.3, the GPU host has 13.0.
 #
 #   bash bench/setup/cuvs-wheels.sh split      # here: .cuvswheels/*.whl -> .cuvs/p1 .. pN
 #   bash bench/setup/cuvs-wheels.sh join DIR   # GPU host: the parts -> DIR/*.whl
@@ -29,7 +30,8 @@ fetch() {
 	# shellcheck disable=SC2086
 	python3 -m pip download $p -d "$wheels" "cuvs-cu13==$version.*" "libcuvs-cu13==$version.*" \
 		"pylibraft-cu13==$version.*" "libraft-cu13==$version.*" "librmm-cu13==$version.*" \
-		"rmm-cu13==$version.*" "libkvikio-cu13==$version.*" "rapids-logger==0.3.*"
+		"rmm-cu13==$version.*" "libkvikio-cu13==$version.*" "rapids-logger==0.3.*" \
+		"nvidia-nvjitlink>=13.3,<14"
 }
 
 case ${1:-} in
