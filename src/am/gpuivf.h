@@ -18,6 +18,17 @@
  * are WAL-logged with GenericXLog (the bulk build logs full pages with
  * log_newpage_range at the end instead).
  *
+ * A data page that VACUUM finds empty (not a list's first) is flagged idle;
+ * its list refills it first (appends clear the flag).  One still empty and
+ * idle at the next VACUUM is not needed by its list: it is unlinked from
+ * the chain and flagged deleted, with the next transaction ID in pd_prune_xid;
+ * it keeps its nextblkno and has no items, so a reader that reaches it
+ * through a pointer read before the unlink walks on unharmed.  Once no
+ * running transaction can hold such a pointer, a later VACUUM gives it to
+ * the free space map, and any list takes new pages from there before the
+ * relation is extended: a sliding window does not grow the index even when
+ * the rows move between lists.
+ *
  * The device service holds one store per index, keyed by (database, index
  * OID) and tagged with the relfilenode it was loaded from; records are
  * (key = heap TID, list, vector).  Backends never search pages: scans and
@@ -56,6 +67,8 @@
 #define GPUIVF_PAGE_META		(1 << 0)
 #define GPUIVF_PAGE_LISTINFO	(1 << 1)
 #define GPUIVF_PAGE_DATA		(1 << 2)
+#define GPUIVF_PAGE_DELETED		(1 << 3)	/* a data page VACUUM unlinked */
+#define GPUIVF_PAGE_IDLE		(1 << 4)	/* empty at the last VACUUM */
 
 /* the lists reloption */
 #define GPUIVF_DEFAULT_LISTS	100
@@ -202,6 +215,7 @@ gpuivf_store_key(Relation index)
 /* gpuivf_pages.c */
 extern void gpuivf_init_page(Page page, uint16 flags);
 extern Buffer gpuivf_new_buffer(Relation index, ForkNumber forknum, bool building);
+extern bool gpuivf_page_recyclable(Page page);
 extern uint32 gpuivf_lists_per_page(uint32 dim);
 extern void gpuivf_init_metapage(Page page, uint32 dim, uint32 lists,
 								 uint32 requested_lists, uint32 metric,

@@ -7,13 +7,17 @@
  * before a data page (creating a list's first page), never after one; the
  * metapage before a new list-info page (the first insert into an empty
  * index).  Appends release the data page before they update the list's
- * insert page.
+ * insert page.  Several data pages are locked only in chain order (a
+ * page, then the one it links to: linking a new page, VACUUM unlinking an
+ * empty one); a page from the free space map is in no chain.
  */
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
 #include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
 #include "storage/lmgr.h"
+#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -35,13 +39,45 @@ gpuivf_init_page(Page page, uint16 flags)
 }
 
 /*
- * A new page at the end of the relation, exclusively locked, not yet
- * initialised.  Outside a build, other backends may extend concurrently.
+ * Whether a page can be taken for a new use: deleted so long ago that no
+ * running transaction can still hold a pointer to it (gpuivf.h), or never
+ * initialised.
+ */
+bool
+gpuivf_page_recyclable(Page page)
+{
+	if (PageIsNew(page))
+		return true;
+	return (GpuivfPageGetOpaque(page)->flags & GPUIVF_PAGE_DELETED) != 0 &&
+		GlobalVisCheckRemovableXid(NULL, ((PageHeader) page)->pd_prune_xid);
+}
+
+/*
+ * A new page, exclusively locked, not yet initialised: outside a build a
+ * recyclable page from the free space map when there is one, else a page
+ * at the end of the relation (other backends may extend concurrently).
  */
 Buffer
 gpuivf_new_buffer(Relation index, ForkNumber forknum, bool building)
 {
 	Buffer		buf;
+
+	while (!building && forknum == MAIN_FORKNUM)
+	{
+		BlockNumber blkno = GetFreeIndexPage(index);
+
+		if (!BlockNumberIsValid(blkno))
+			break;
+		buf = ReadBuffer(index, blkno);
+		/* a page someone else just took is busy: try the next one */
+		if (ConditionalLockBuffer(buf))
+		{
+			if (gpuivf_page_recyclable(BufferGetPage(buf)))
+				return buf;
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
 
 	if (!building)
 		LockRelationForExtension(index, ExclusiveLock);
@@ -379,6 +415,18 @@ gpuivf_append(Relation index, uint32 dim, BlockNumber listblk, OffsetNumber list
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buf);
 
+		/*
+		 * VACUUM unlinked it after we read the pointer to it (it cannot have
+		 * been reused meanwhile: our transaction holds the horizon back).
+		 * The list's first page is never unlinked: walk from there.
+		 */
+		if (GpuivfPageGetOpaque(page)->flags & GPUIVF_PAGE_DELETED)
+		{
+			UnlockReleaseBuffer(buf);
+			blkno = start;
+			continue;
+		}
+
 		if (PageGetFreeSpace(page) >= MAXALIGN(itemsz))
 		{
 			state = GenericXLogStart(index);
@@ -386,6 +434,8 @@ gpuivf_append(Relation index, uint32 dim, BlockNumber listblk, OffsetNumber list
 			if (PageAddItem(page, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
 				elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
 					 RelationGetRelationName(index));
+			/* its list needs it again: VACUUM keeps it in the chain */
+			GpuivfPageGetOpaque(page)->flags &= ~GPUIVF_PAGE_IDLE;
 			GenericXLogFinish(state);
 			UnlockReleaseBuffer(buf);
 			break;
