@@ -26,8 +26,8 @@
 #   bench/.cache/src-trixie    pgvector's Debian source, unpacked (required for the peers)
 #   .faissgpu                  the Faiss GPU IVF-Flat program (optional, bench/faiss-gpu/)
 #   bench/.cache/data/minilm-20k  the real-text set (optional)
-#   .cuvs/p1 .. p5             the cuVS wheels in parts (optional: the cuVS references;
-#                              bench/setup/cuvs-wheels.sh; they come in several calls
+#   .parts/cuvs/pN, .parts/faiss-gpu/pN  wheels in parts (optional: the cuVS and the Faiss
+#                              GPU wheel references; bench/setup/wheel-parts.sh; they come in several calls
 #                              to one warm machine, each stashed, see bench/README.md)
 #
 # Environment (defaults in brackets):
@@ -87,7 +87,10 @@ for p in .gpuhost/debs .benchwheels .benchwheels-faiss .faissgpu bench/.cache/sr
 		echo "restored $p (carried by an earlier call)"
 	fi
 done
-ls "$root"/.cuvs/p*/part-* >/dev/null 2>&1 && bash "$here/setup/cuvs-wheels.sh" stash >/dev/null
+for set in cuvs faiss-gpu; do
+	ls "$root"/.parts/$set/p*/part-* >/dev/null 2>&1 &&
+		bash "$here/setup/wheel-parts.sh" $set stash >/dev/null
+done
 
 # GPU and the results' folder name
 gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -203,29 +206,58 @@ export PG_PREFIX PG_BIN PATH LD_LIBRARY_PATH PG_CONFIG PG_USER
 command -v clang-14 >/dev/null || export GPUINDEX_MAKE_ARGS="with_llvm=no ${GPUINDEX_MAKE_ARGS:-}"
 
 # ---- 2. wheels -------------------------------------------------------------------------
+# the Faiss GPU wheel's CUDA 12 runtime and cuBLAS (other sonames than the host's CUDA 13)
+faiss_gpu_libs="$site/nvidia/cublas/lib:$site/nvidia/cuda_runtime/lib"
+export faiss_gpu_libs
+
 install_wheels() {
-	local list extra=
-	# the cuVS parts (carried now or stashed by earlier calls), when there are any
-	if ls "$root"/.cuvs/p*/part-* "${CUVS_PARTS_STASH:-/tmp/cuvs-parts}"/part-* 2>/dev/null | grep -q .; then
-		if bash "$here/setup/cuvs-wheels.sh" join "$work/cuvs-wheels" >/dev/null; then
-			extra=$work/cuvs-wheels
+	local list set extra=
+	# the wheel sets that come in parts (carried now or stashed by earlier calls)
+	for set in cuvs faiss-gpu; do
+		bash "$here/setup/wheel-parts.sh" $set present || continue
+		if bash "$here/setup/wheel-parts.sh" $set join "$work/parts-$set" >/dev/null; then
+			extra="$extra $work/parts-$set"
 		else
-			echo "NOTE: the cuVS wheels are incomplete: the cuVS references are left out"
+			echo "NOTE: the $set wheels are incomplete: its references are left out"
 		fi
-	fi
+	done
 	# shellcheck disable=SC2086
 	list=$(find $wheels $extra -name '*.whl' 2>/dev/null | sort)
+	# faiss-gpu-cu12 is the faiss module with the CPU indexes too: not beside faiss-cpu
+	echo "$list" | grep -q '/faiss_gpu_cu12-' && list=$(echo "$list" | grep -v '/faiss_cpu-')
 	[ -n "$list" ] || { echo "no wheels under $wheels"; return 1; }
 	echo "$list" | sed 's|.*/|  |'
 	# shellcheck disable=SC2086
 	"$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 		--target "$site" $list || return 1
 	PYTHONPATH=$site "$py" -c 'import psycopg; print("psycopg", psycopg.__version__, psycopg.pq.__impl__, "libpq", psycopg.pq.version())' || return 1
-	PYTHONPATH=$site "$py" -c 'import faiss; print("faiss", faiss.__version__)' ||
-		echo "NOTE: faiss-cpu not importable: the Faiss CPU references are left out"
-	[ -n "$extra" ] || return 0
-	# cuVS: a small IVF-Flat and CAGRA index on the GPU, checked against brute force
-	PYTHONPATH=$site "$py" - <<'PY' || echo "NOTE: cuVS does not run here: the cuVS references are left out"
+	LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH PYTHONPATH=$site "$py" -c 'import faiss; print("faiss", faiss.__version__, "GPUs", faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0)' ||
+		echo "NOTE: faiss not importable: the Faiss CPU references are left out"
+	case $extra in
+	*parts-faiss-gpu*)
+		# Faiss GPU IVF-Flat probing every list of a small index: exact
+		LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH PYTHONPATH=$site "$py" - <<'PY' || echo "NOTE: the Faiss GPU wheel does not run here: its references are left out"
+import numpy as np, faiss
+rng = np.random.default_rng(7)
+x = rng.standard_normal((20000, 64), dtype=np.float32)
+q = x[:100] + 0.01 * rng.standard_normal((100, 64), dtype=np.float32)
+want = np.argsort(((q[:, None, :] - x[None, :, :]) ** 2).sum(-1), axis=1)[:, :10]
+res = faiss.StandardGpuResources()
+i = faiss.GpuIndexIVFFlat(res, 64, 64, faiss.METRIC_L2)
+i.train(x)
+i.add(x)
+i.nprobe = 64
+got = i.search(q, 10)[1]
+r = np.mean([len(set(a) & set(w)) / 10 for a, w in zip(got, want)])
+assert r > 0.999, r
+print(f"faiss-gpu {faiss.__version__}: IVF-Flat all lists recall {r:.3f}")
+PY
+		;;
+	esac
+	case $extra in
+	*parts-cuvs*)
+		# cuVS: a small IVF-Flat and CAGRA index on the GPU, checked against brute force
+		PYTHONPATH=$site "$py" - <<'PY' || echo "NOTE: cuVS does not run here: the cuVS references are left out"
 import cupy as cp, numpy as np, cuvs
 from cuvs.neighbors import cagra, ivf_flat
 rng = np.random.default_rng(7)
@@ -244,14 +276,20 @@ rb = np.mean([len(set(r) & set(w)) / 10 for r, w in zip(cp.asnumpy(cp.asarray(b)
 assert ra > 0.999 and rb > 0.8, (ra, rb)
 print(f"cuvs {cuvs.__version__}: IVF-Flat all lists recall {ra:.3f}, CAGRA recall {rb:.3f}")
 PY
+		;;
+	esac
+	return 0
 }
 export -f install_wheels
-run_step wheels 120 10 install_wheels || { echo "FATAL: no psycopg"; package; exit 1; }
+run_step wheels 180 10 install_wheels || { echo "FATAL: no psycopg"; package; exit 1; }
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
-faiss_cpu=0
-"$py" -c 'import faiss' 2>/dev/null && faiss_cpu=1
 cuvs_ok=0
 grep -q '^cuvs .*CAGRA recall' "$work/logs/wheels.log" 2>/dev/null && cuvs_ok=1
+faiss_gpu_ok=0
+grep -q '^faiss-gpu .*recall' "$work/logs/wheels.log" 2>/dev/null && faiss_gpu_ok=1
+[ -d "$site/nvidia/cublas/lib" ] && export LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH
+faiss_cpu=0
+"$py" -c 'import faiss' 2>/dev/null && faiss_cpu=1
 
 # ---- 3. builds (in the background) and data -------------------------------------------
 case $plan in
@@ -363,6 +401,10 @@ refs_build=faiss-gpu-ivf
 if [ $cuvs_ok = 1 ]; then
 	refs_search=$refs_search,cuvs-ivf,cuvs-cagra
 	refs_build=$refs_build,cuvs-ivf,cuvs-cagra
+fi
+if [ $faiss_gpu_ok = 1 ]; then
+	refs_search=$refs_search,faiss-gpu-wheel
+	refs_build=$refs_build,faiss-gpu-wheel
 fi
 echo "references: search $refs_search; build $refs_build"
 if [ -x "$root/.faissgpu/faiss_gpu_bench" ] || [ -n "${BENCH_FAISS_GPU_BIN:-}" ]; then

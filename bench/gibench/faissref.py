@@ -71,13 +71,21 @@ class FaissCpu:
 
 
 class FaissGpu(FaissCpu):
-    """Faiss GPU IVF-Flat (faiss-gpu wheels): same API, index moved to device 0."""
+    """Faiss GPU IVF-Flat from the faiss-gpu wheel: trained and filled on the GPU
+    (GpuIndexIVFFlat, training sample of 50 rows a list as Faiss CPU here), one query a
+    call or all in one call, host arrays in and out as a Python user would."""
 
     def build(self, x, metric, params, seed=1):
         f = self.faiss
-        cpu = super().build(x, metric, params, seed)
+        x = _prep(x, metric)
+        mt = f.METRIC_L2 if metric == "l2" else f.METRIC_INNER_PRODUCT
         self._res = getattr(self, "_res", None) or f.StandardGpuResources()
-        return f.index_cpu_to_gpu(self._res, 0, cpu)
+        index = f.GpuIndexIVFFlat(self._res, x.shape[1], params["lists"], mt)
+        rng = np.random.default_rng(seed)
+        m = min(len(x), 50 * params["lists"])
+        index.train(x[np.sort(rng.choice(len(x), m, replace=False))])
+        index.add(x)
+        return index
 
     def set_knob(self, index, value):
         index.nprobe = int(value)
@@ -157,7 +165,8 @@ def _cuda_available():
 
 
 def engines(names):
-    """The reference engines named (faiss-ivf, faiss-hnsw, faiss-gpu-ivf, cuvs-ivf,
+    """The reference engines named (faiss-ivf, faiss-hnsw, faiss-gpu-ivf: the C++ program
+    of bench/faiss-gpu/ or else the faiss-gpu wheel, faiss-gpu-wheel: the wheel, cuvs-ivf,
     cuvs-cagra); GPU ones are skipped with a note when no GPU or wheel is present."""
     out, notes = [], []
     for name in names:
@@ -176,6 +185,10 @@ def engines(names):
                                        "(.faissgpu/faiss_gpu_bench) nor a faiss-gpu wheel")
                 else:
                     out.append(FaissGpu(name, "ivf"))
+            elif name == "faiss-gpu-wheel":
+                if not _cuda_available():
+                    raise RuntimeError("no GPU, or no faiss-gpu wheel")
+                out.append(FaissGpu(name, "ivf"))
             elif name in ("cuvs-ivf", "cuvs-cagra"):
                 out.append(Cuvs(name, "cagra" if name.endswith("cagra") else "ivf"))
             else:

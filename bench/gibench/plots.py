@@ -6,14 +6,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 STYLE = {"gpuivf": ("tab:red", "o"), "ivfflat": ("tab:blue", "s"), "hnsw": ("tab:green", "^"),
          "faiss-ivf": ("tab:purple", "v"), "faiss-hnsw": ("tab:olive", "D"),
-         "faiss-gpu-ivf": ("tab:pink", "P"), "cuvs-ivf": ("tab:brown", "X"),
-         "cuvs-cagra": ("tab:gray", "*")}
+         "faiss-gpu-ivf": ("tab:pink", "P"), "faiss-gpu-wheel": ("tab:cyan", "p"),
+         "cuvs-ivf": ("tab:brown", "X"), "cuvs-cagra": ("tab:gray", "*")}
 
 
 # legend names of the no-database references
 LABELS = {"faiss-ivf": "faiss-ivf (Faiss CPU IVF-Flat, no database)",
           "faiss-hnsw": "faiss-hnsw (Faiss CPU HNSW, no database)",
           "faiss-gpu-ivf": "faiss-gpu-ivf (Faiss GPU IVF-Flat, no database)",
+          "faiss-gpu-wheel": "faiss-gpu-wheel (Faiss GPU IVF-Flat wheel, Python, no database)",
           "cuvs-ivf": "cuvs-ivf (cuVS IVF-Flat, no database)",
           "cuvs-cagra": "cuvs-cagra (cuVS CAGRA, no database)"}
 

@@ -6,7 +6,8 @@ import time
 from .. import faissref, plots, ratios, sqlsearch, stats
 from ..report import Report
 
-PRIORITY = {"gpuivf": 0, "faiss-gpu-ivf": 1, "cuvs-ivf": 1.5, "cuvs-cagra": 1.6}
+PRIORITY = {"gpuivf": 0, "faiss-gpu-ivf": 1, "faiss-gpu-wheel": 1.2, "cuvs-ivf": 1.5,
+            "cuvs-cagra": 1.6}
 COLUMNS = ["engine", "knob", "seqscan_off", "recall", "qps_1", "p50_ms", "p99_ms"]
 
 
