@@ -18,6 +18,33 @@ rm -rf "$dir"
 trap 'cluster_stop "$dir"' EXIT
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
+# mix NAME CLIENTS SCRIPT@WEIGHT...: pgbench runs the weighted scripts for 8 s
+# while one more client runs NAME's VACUUM script; exit 0 when neither had a
+# failed transaction
+mix() {
+	local name=$1 clients=$2 files="" f pid
+	shift 2
+	for f in "$@"; do files+=" -f '$dir/$f'"; done
+	as_pg "pgbench -n -h '$dir' -p $port -U postgres -c $clients -j $((clients / 2)) -T 8 \
+		$files postgres" >"$dir/$name-pgbench.log" 2>&1 &
+	pid=$!
+	as_pg "pgbench -n -h '$dir' -p $port -U postgres -c 1 -T 8 -f '$dir/$name-vacuum.sql' postgres" \
+		>"$dir/$name-vacuum.log" 2>&1
+	wait $pid
+	grep -E "^number of transactions actually processed" "$dir/$name-pgbench.log" | sed 's/^/# /'
+	grep -q "number of failed transactions: 0" "$dir/$name-pgbench.log" &&
+		grep -q "number of failed transactions: 0" "$dir/$name-vacuum.log" && return 0
+	tail -20 "$dir/$name-pgbench.log" "$dir/$name-vacuum.log"
+	return 1
+}
+
+# every row an index scan with all lists probed and no LIMIT returns, as
+# "rows|distinct ids"
+exhaustive() {
+	q "SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuivf.probes = $2;
+	   SELECT count(*) || '|' || count(DISTINCT id) FROM (SELECT id FROM $1 ORDER BY v <-> ARRAY(SELECT 0.5::real FROM generate_series(1, 8))) s"
+}
+
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
 	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.batch_linger_us = 500" || exit 1
 q "CREATE EXTENSION gpuindex" >/dev/null
@@ -39,29 +66,20 @@ SET enable_seqscan = off;
 SET gpuivf.probes = 4;
 SELECT id FROM t ORDER BY v <-> ARRAY(SELECT random()::real FROM generate_series(1, 8)) LIMIT 10;
 SQL
-cat >"$dir/vacuum.sql" <<'SQL'
+cat >"$dir/mixed-vacuum.sql" <<'SQL'
 VACUUM (INDEX_CLEANUP ON) t;
 \sleep 500 ms
 SQL
 chmod a+r "$dir"/*.sql
 
-as_pg "pgbench -n -h '$dir' -p $port -U postgres -c 8 -j 4 -T 8 \
-	-f '$dir/insert.sql@3' -f '$dir/delete.sql@2' -f '$dir/search.sql@6' postgres" >"$dir/pgbench.log" 2>&1 &
-pid_bench=$!
-as_pg "pgbench -n -h '$dir' -p $port -U postgres -c 1 -T 8 -f '$dir/vacuum.sql' postgres" >"$dir/vacuum.log" 2>&1
-wait $pid_bench
-grep -q "number of failed transactions: 0" "$dir/pgbench.log" && pass "mixed workload without errors" ||
-	{ fail "mixed workload without errors"; tail -20 "$dir/pgbench.log"; }
-grep -q "number of failed transactions: 0" "$dir/vacuum.log" && pass "concurrent VACUUM without errors" ||
-	{ fail "concurrent VACUUM without errors"; tail -5 "$dir/vacuum.log"; }
-grep -E "^number of transactions actually processed" "$dir/pgbench.log" | sed 's/^/# /'
+mix mixed 8 insert.sql@3 delete.sql@2 search.sql@6 &&
+	pass "mixed workload and concurrent VACUUM without errors" ||
+	fail "mixed workload and concurrent VACUUM without errors"
 
 live=$(q "SELECT count(*) FROM t")
 echo "# live rows: $live"
 # probes = lists and no LIMIT: the index scan must return every live row
-check "exhaustive index scan returns every live row" "$live|$live" \
-	"$(q "SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuivf.probes = 16;
-		 SELECT count(*) || '|' || count(DISTINCT id) FROM (SELECT id FROM t ORDER BY v <-> ARRAY(SELECT 0.5::real FROM generate_series(1, 8))) s")"
+check "exhaustive index scan returns every live row" "$live|$live" "$(exhaustive t 16)"
 q "VACUUM (INDEX_CLEANUP ON) t" >/dev/null
 check "store holds exactly the live rows after VACUUM" "$live" \
 	"$(q "SELECT rows FROM gpuindex_stats WHERE index_name = 't_v_idx'")"
@@ -88,31 +106,21 @@ cat >"$dir/w_search.sql" <<'SQL'
 SET enable_seqscan = off;
 SELECT id FROM w ORDER BY v <-> ARRAY(SELECT random()::real FROM generate_series(1, 8)) LIMIT 10;
 SQL
-cat >"$dir/w_vacuum.sql" <<'SQL'
+cat >"$dir/window-vacuum.sql" <<'SQL'
 VACUUM (INDEX_CLEANUP ON) w;
 \sleep 200 ms
 SQL
 chmod a+r "$dir"/*.sql
-as_pg "pgbench -n -h '$dir' -p $port -U postgres -c 6 -j 3 -T 8 \
-	-f '$dir/w_insert.sql@3' -f '$dir/w_delete.sql@1' -f '$dir/w_search.sql@2' postgres" >"$dir/w_pgbench.log" 2>&1 &
-pid_bench=$!
-as_pg "pgbench -n -h '$dir' -p $port -U postgres -c 1 -T 8 -f '$dir/w_vacuum.sql' postgres" >"$dir/w_vacuum.log" 2>&1
-wait $pid_bench
-grep -q "number of failed transactions: 0" "$dir/w_pgbench.log" &&
-	grep -q "number of failed transactions: 0" "$dir/w_vacuum.log" &&
+mix window 6 w_insert.sql@3 w_delete.sql@1 w_search.sql@2 &&
 	pass "sliding window with concurrent VACUUM without errors" ||
-	{ fail "sliding window with concurrent VACUUM without errors"; tail -20 "$dir/w_pgbench.log" "$dir/w_vacuum.log"; }
+	fail "sliding window with concurrent VACUUM without errors"
 live=$(q "SELECT count(*) FROM w")
-check "window: exhaustive index scan returns every live row" "$live|$live" \
-	"$(q "SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuivf.probes = 4;
-		 SELECT count(*) || '|' || count(DISTINCT id) FROM (SELECT id FROM w ORDER BY v <-> ARRAY(SELECT 0.5::real FROM generate_series(1, 8))) s")"
+check "window: exhaustive index scan returns every live row" "$live|$live" "$(exhaustive w 4)"
 # the rows as read back from the pages: a restart of the device service
 # reloads the store from them
 q "SELECT pg_terminate_backend(pid) FROM gpuindex_service()" >/dev/null
 sleep 1.5
-check "window: the store reloaded from the pages holds every live row" "$live|$live" \
-	"$(q "SET enable_seqscan = off; SET enable_bitmapscan = off; SET gpuivf.probes = 4;
-		 SELECT count(*) || '|' || count(DISTINCT id) FROM (SELECT id FROM w ORDER BY v <-> ARRAY(SELECT 0.5::real FROM generate_series(1, 8))) s")"
+check "window: the store reloaded from the pages holds every live row" "$live|$live" "$(exhaustive w 4)"
 # VACUUM VERBOSE reports the index's deleted (unlinked) and reusable pages
 verbose=$(q "VACUUM (VERBOSE, INDEX_CLEANUP ON) w" | grep -o 'index "w_v_idx": pages: .*')
 echo "# live rows $live; $verbose"
