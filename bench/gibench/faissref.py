@@ -17,6 +17,13 @@ def _prep(x, metric):
     return x
 
 
+def _train_sample(x, lists, seed):
+    """The k-means training rows, a seeded sample like pgvector's IVFFlat's (50 a list)."""
+    rng = np.random.default_rng(seed)
+    m = min(len(x), 50 * lists)
+    return x[np.sort(rng.choice(len(x), m, replace=False))]
+
+
 class FaissCpu:
     kind = "faiss"
 
@@ -50,10 +57,7 @@ class FaissCpu:
             quant = f.IndexFlatL2(d) if mt == f.METRIC_L2 else f.IndexFlatIP(d)
             index = f.IndexIVFFlat(quant, d, params["lists"], mt)
             index.cp.seed = seed
-            # train on a sample like pgvector's IVFFlat (50 rows per list)
-            rng = np.random.default_rng(seed)
-            m = min(len(x), 50 * params["lists"])
-            index.train(x[np.sort(rng.choice(len(x), m, replace=False))])
+            index.train(_train_sample(x, params["lists"], seed))
         index.add(x)
         return index
 
@@ -81,9 +85,7 @@ class FaissGpu(FaissCpu):
         mt = f.METRIC_L2 if metric == "l2" else f.METRIC_INNER_PRODUCT
         self._res = getattr(self, "_res", None) or f.StandardGpuResources()
         index = f.GpuIndexIVFFlat(self._res, x.shape[1], params["lists"], mt)
-        rng = np.random.default_rng(seed)
-        m = min(len(x), 50 * params["lists"])
-        index.train(x[np.sort(rng.choice(len(x), m, replace=False))])
+        index.train(_train_sample(x, params["lists"], seed))
         index.add(x)
         return index
 

@@ -18,12 +18,14 @@ rm -rf "$dir"
 trap 'cluster_stop "$dir"' EXIT
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
-# mix NAME CLIENTS SCRIPT@WEIGHT...: pgbench runs the weighted scripts for 8 s
-# while one more client runs NAME's VACUUM script; exit 0 when neither had a
-# failed transaction
+# mix NAME TABLE PAUSE_MS CLIENTS SCRIPT@WEIGHT...: pgbench runs the weighted
+# scripts for 8 s while one more client runs VACUUM (INDEX_CLEANUP ON) TABLE
+# every PAUSE_MS; exit 0 when neither had a failed transaction
 mix() {
-	local name=$1 clients=$2 files="" f pid
-	shift 2
+	local name=$1 table=$2 pause=$3 clients=$4 files="" f pid
+	shift 4
+	printf 'VACUUM (INDEX_CLEANUP ON) %s;\n\\sleep %s ms\n' "$table" "$pause" >"$dir/$name-vacuum.sql"
+	chmod a+r "$dir/$name-vacuum.sql"
 	for f in "$@"; do files+=" -f '$dir/$f'"; done
 	as_pg "pgbench -n -h '$dir' -p $port -U postgres -c $clients -j $((clients / 2)) -T 8 \
 		$files postgres" >"$dir/$name-pgbench.log" 2>&1 &
@@ -66,13 +68,9 @@ SET enable_seqscan = off;
 SET gpuivf.probes = 4;
 SELECT id FROM t ORDER BY v <-> ARRAY(SELECT random()::real FROM generate_series(1, 8)) LIMIT 10;
 SQL
-cat >"$dir/mixed-vacuum.sql" <<'SQL'
-VACUUM (INDEX_CLEANUP ON) t;
-\sleep 500 ms
-SQL
 chmod a+r "$dir"/*.sql
 
-mix mixed 8 insert.sql@3 delete.sql@2 search.sql@6 &&
+mix mixed t 500 8 insert.sql@3 delete.sql@2 search.sql@6 &&
 	pass "mixed workload and concurrent VACUUM without errors" ||
 	fail "mixed workload and concurrent VACUUM without errors"
 
@@ -106,12 +104,8 @@ cat >"$dir/w_search.sql" <<'SQL'
 SET enable_seqscan = off;
 SELECT id FROM w ORDER BY v <-> ARRAY(SELECT random()::real FROM generate_series(1, 8)) LIMIT 10;
 SQL
-cat >"$dir/window-vacuum.sql" <<'SQL'
-VACUUM (INDEX_CLEANUP ON) w;
-\sleep 200 ms
-SQL
 chmod a+r "$dir"/*.sql
-mix window 6 w_insert.sql@3 w_delete.sql@1 w_search.sql@2 &&
+mix window w 200 6 w_insert.sql@3 w_delete.sql@1 w_search.sql@2 &&
 	pass "sliding window with concurrent VACUUM without errors" ||
 	fail "sliding window with concurrent VACUUM without errors"
 live=$(q "SELECT count(*) FROM w")
