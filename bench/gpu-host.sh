@@ -7,7 +7,8 @@
 # no PostgreSQL, no psycopg and no network (this workplace's device machines).  It
 #   1. unpacks PostgreSQL 15 from the carried Debian packages (test/gpu/setup-postgres.sh;
 #      the server runs as a non-root user) and drops Debian's llvmjit.so (no libLLVM-14);
-#   2. installs the carried wheels (psycopg, psycopg-binary, faiss-cpu) into a target
+#   2. installs the carried wheels (psycopg, psycopg-binary, faiss-cpu, cuVS; the Faiss
+#      GPU wheel into a folder of its own, see below) into a target
 #      folder put on PYTHONPATH (numpy, matplotlib: the machine's own);
 #   3. builds and installs gpuindex (gpuindex_cuda.so too, with nvcc) and pgvector from
 #      the carried Debian source, while it generates the seeded datasets with their exact
@@ -206,37 +207,44 @@ export PG_PREFIX PG_BIN PATH LD_LIBRARY_PATH PG_CONFIG PG_USER
 command -v clang-14 >/dev/null || export GPUINDEX_MAKE_ARGS="with_llvm=no ${GPUINDEX_MAKE_ARGS:-}"
 
 # ---- 2. wheels -------------------------------------------------------------------------
-# the Faiss GPU wheel's CUDA 12 runtime and cuBLAS (other sonames than the host's CUDA 13)
-faiss_gpu_libs="$site/nvidia/cublas/lib:$site/nvidia/cuda_runtime/lib"
-export faiss_gpu_libs
+# The Faiss GPU wheel goes to a folder of its own: its faiss module would replace
+# faiss-cpu's, and the Faiss CPU references want faiss-cpu (its CPU code is built per
+# instruction set: IVF-Flat's k-means took 20 s on 1M x 128 under faiss-gpu-cu12, 2.1 s
+# under faiss-cpu, on one H200 host).  bench/faiss-gpu/wheel_sweep.py runs it apart.
+site_faiss_gpu=$work/site-faiss-gpu
+export site_faiss_gpu
 
 install_wheels() {
-	local list set extra=
+	local list set extra= apart=
 	# the wheel sets that come in parts (carried now or stashed by earlier calls)
 	for set in cuvs faiss-gpu; do
 		bash "$here/setup/wheel-parts.sh" $set present || continue
-		if bash "$here/setup/wheel-parts.sh" $set join "$work/parts-$set" >/dev/null; then
-			extra="$extra $work/parts-$set"
-		else
+		if ! bash "$here/setup/wheel-parts.sh" $set join "$work/parts-$set" >/dev/null; then
 			echo "NOTE: the $set wheels are incomplete: its references are left out"
+		elif [ $set = faiss-gpu ]; then
+			apart=$work/parts-$set
+		else
+			extra="$extra $work/parts-$set"
 		fi
 	done
 	# shellcheck disable=SC2086
 	list=$(find $wheels $extra -name '*.whl' 2>/dev/null | sort)
-	# faiss-gpu-cu12 is the faiss module with the CPU indexes too: not beside faiss-cpu
-	echo "$list" | grep -q '/faiss_gpu_cu12-' && list=$(echo "$list" | grep -v '/faiss_cpu-')
 	[ -n "$list" ] || { echo "no wheels under $wheels"; return 1; }
 	echo "$list" | sed 's|.*/|  |'
 	# shellcheck disable=SC2086
 	"$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 		--target "$site" $list || return 1
 	PYTHONPATH=$site "$py" -c 'import psycopg; print("psycopg", psycopg.__version__, psycopg.pq.__impl__, "libpq", psycopg.pq.version())' || return 1
-	LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH PYTHONPATH=$site "$py" -c 'import faiss; print("faiss", faiss.__version__, "GPUs", faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0)' ||
+	PYTHONPATH=$site "$py" -c 'import faiss; print("faiss", faiss.__version__)' ||
 		echo "NOTE: faiss not importable: the Faiss CPU references are left out"
-	case $extra in
-	*parts-faiss-gpu*)
+	if [ -n "$apart" ]; then
+		list=$(find "$apart" -name '*.whl' | sort)
+		echo "$list" | sed 's|.*/|  (apart) |'
+		# shellcheck disable=SC2086
+		"$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+			--target "$site_faiss_gpu" $list || echo "NOTE: the Faiss GPU wheel did not install"
 		# Faiss GPU IVF-Flat probing every list of a small index: exact
-		LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH PYTHONPATH=$site "$py" - <<'PY' || echo "NOTE: the Faiss GPU wheel does not run here: its references are left out"
+		PYTHONPATH=$site_faiss_gpu "$py" - <<'PY' || echo "NOTE: the Faiss GPU wheel does not run here: its references are left out"
 import numpy as np, faiss
 rng = np.random.default_rng(7)
 x = rng.standard_normal((20000, 64), dtype=np.float32)
@@ -252,8 +260,7 @@ r = np.mean([len(set(a) & set(w)) / 10 for a, w in zip(got, want)])
 assert r > 0.999, r
 print(f"faiss-gpu {faiss.__version__}: IVF-Flat all lists recall {r:.3f}")
 PY
-		;;
-	esac
+	fi
 	case $extra in
 	*parts-cuvs*)
 		# cuVS: a small IVF-Flat and CAGRA index on the GPU, checked against brute force
@@ -286,8 +293,12 @@ export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 cuvs_ok=0
 grep -q '^cuvs .*CAGRA recall' "$work/logs/wheels.log" 2>/dev/null && cuvs_ok=1
 faiss_gpu_ok=0
-grep -q '^faiss-gpu .*recall' "$work/logs/wheels.log" 2>/dev/null && faiss_gpu_ok=1
-[ -d "$site/nvidia/cublas/lib" ] && export LD_LIBRARY_PATH=$faiss_gpu_libs:$LD_LIBRARY_PATH
+if grep -q '^faiss-gpu .*recall' "$work/logs/wheels.log" 2>/dev/null; then
+	faiss_gpu_ok=1
+	export BENCH_FAISS_GPU_WHEEL_SITE=$site_faiss_gpu
+	BENCH_FAISS_GPU_WHEEL_VERSION=$(sed -n 's/^faiss-gpu \([^:]*\):.*/\1/p' "$work/logs/wheels.log" | head -1)
+	export BENCH_FAISS_GPU_WHEEL_VERSION
+fi
 faiss_cpu=0
 "$py" -c 'import faiss' 2>/dev/null && faiss_cpu=1
 

@@ -168,8 +168,10 @@ def _cuda_available():
 
 def engines(names):
     """The reference engines named (faiss-ivf, faiss-hnsw, faiss-gpu-ivf: the C++ program
-    of bench/faiss-gpu/ or else the faiss-gpu wheel, faiss-gpu-wheel: the wheel, cuvs-ivf,
-    cuvs-cagra); GPU ones are skipped with a note when no GPU or wheel is present."""
+    of bench/faiss-gpu/ or else the faiss-gpu wheel, faiss-gpu-wheel: the wheel, installed
+    apart and run by wheel_sweep.py, or else in this process when its faiss is a GPU build,
+    cuvs-ivf, cuvs-cagra); GPU ones are skipped with a note when no GPU or wheel is
+    present."""
     out, notes = [], []
     for name in names:
         try:
@@ -188,9 +190,13 @@ def engines(names):
                 else:
                     out.append(FaissGpu(name, "ivf"))
             elif name == "faiss-gpu-wheel":
-                if not _cuda_available():
-                    raise RuntimeError("no GPU, or no faiss-gpu wheel")
-                out.append(FaissGpu(name, "ivf"))
+                wheel = faiss_gpu_wheel(name)
+                if wheel:
+                    out.append(wheel)
+                elif _cuda_available():
+                    out.append(FaissGpu(name, "ivf"))
+                else:
+                    raise RuntimeError("no GPU, or no faiss-gpu wheel (BENCH_FAISS_GPU_WHEEL_SITE)")
             elif name in ("cuvs-ivf", "cuvs-cagra"):
                 out.append(Cuvs(name, "cagra" if name.endswith("cagra") else "ivf"))
             else:
@@ -215,8 +221,10 @@ def timed_search(engine, index, q, k, metric, one_by_one):
 
 
 class FaissGpuCli:
-    """Faiss GPU IVF-Flat through the C++ program of bench/faiss-gpu/ (no Python wheel
-    needed), run as `faiss_gpu_bench sweep --base B.npy --queries Q.npy --gt GT.npy
+    """Faiss GPU IVF-Flat through a program of bench/faiss-gpu/: the C++ one (no Python
+    wheel needed) or wheel_sweep.py in an interpreter of its own that imports the
+    faiss-gpu wheel (its faiss module would replace faiss-cpu's in this process), run as
+    `PROGRAM sweep --base B.npy --queries Q.npy --gt GT.npy
     --lists L --probes 1,2,.. --batch 1,NQ --metric M --repeats R --csv OUT.csv`.  The
     program builds its own index on the same vectors (training sample: 50 rows a list, as
     Faiss CPU here) and sweeps probes and batch sizes itself, R passes each (medians);
@@ -229,8 +237,13 @@ class FaissGpuCli:
     structure = "ivf"
     label = "Faiss GPU IVF-Flat (no database)"
 
-    def __init__(self, name, binary, timeout=300):
-        self.name, self.binary, self.timeout = name, str(binary), timeout
+    def __init__(self, name, command, timeout=300, label=None, env=None):
+        """command: the program (a path) or a list (interpreter, script); env: variables
+        set for it (PYTHONPATH, LD_LIBRARY_PATH: prepended to this process's)."""
+        self.command = [str(c) for c in ([command] if isinstance(command, str) else command)]
+        self.binary = " ".join(self.command)
+        self.name, self.timeout, self.env = name, timeout, env or {}
+        self.label = label or self.label
 
     def threads(self, n):
         pass
@@ -258,17 +271,20 @@ class FaissGpuCli:
         import os
         import subprocess
         base, q, gt = self._files(ds, workdir)
-        out = workdir / "faiss-gpu-sweep.csv"
+        out = workdir / f"{self.name}-sweep.csv"
         if out.exists():
             out.unlink()
-        cmd = [self.binary, "sweep", "--base", str(base), "--queries", str(q), "--gt", str(gt),
+        cmd = self.command + ["sweep", "--base", str(base), "--queries", str(q), "--gt", str(gt),
                "--lists", str(lists), "--probes", ",".join(str(p) for p in probes),
                "--batch", ",".join(str(b) for b in batches), "--metric", ds.metric,
                "--repeats", str(repeats), "--csv", str(out)]
         env = os.environ.copy()
-        d = os.path.dirname(os.path.abspath(self.binary))
-        env["LD_LIBRARY_PATH"] = ":".join(
-            [d, os.path.join(d, "lib")] + [p for p in [env.get("LD_LIBRARY_PATH")] if p])
+        d = os.path.dirname(os.path.abspath(self.command[-1]))
+        extra = dict(self.env)
+        extra["LD_LIBRARY_PATH"] = ":".join(
+            [p for p in [extra.get("LD_LIBRARY_PATH")] if p] + [d, os.path.join(d, "lib")])
+        for k, v in extra.items():
+            env[k] = ":".join([v] + [p for p in [env.get(k)] if p])
         log("  " + " ".join(cmd))
         t0 = time.perf_counter()
         res = subprocess.run(cmd, text=True, capture_output=True, env=env,
@@ -277,7 +293,7 @@ class FaissGpuCli:
         for line in lines[-40:]:
             log(f"  | {line}")
         if res.returncode != 0:
-            raise RuntimeError(f"{os.path.basename(self.binary)} exited {res.returncode}: "
+            raise RuntimeError(f"{os.path.basename(self.command[-1])} exited {res.returncode}: "
                                + (lines[-1] if lines else ""))
         rows = []
         with open(out, newline="") as f:
@@ -329,3 +345,21 @@ def faiss_gpu_cli():
     from .paths import ROOT
     path = os.environ.get("BENCH_FAISS_GPU_BIN") or str(ROOT / ".faissgpu" / "faiss_gpu_bench")
     return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+def faiss_gpu_wheel(name):
+    """The faiss-gpu wheel installed apart (BENCH_FAISS_GPU_WHEEL_SITE: its pip --target
+    folder, with the nvidia-*-cu12 wheels it loads), run by bench/faiss-gpu/wheel_sweep.py
+    in another interpreter; None when that folder is not set or no GPU is present."""
+    import os
+    import sys
+    from .paths import ROOT
+    site = os.environ.get("BENCH_FAISS_GPU_WHEEL_SITE")
+    if not site or not os.path.isdir(site) or not gpu_present():
+        return None
+    libs = [os.path.join(site, "nvidia", c, "lib") for c in ("cuda_runtime", "cublas", "curand")]
+    wheel = " ".join(w for w in ("faiss-gpu wheel", os.environ.get("BENCH_FAISS_GPU_WHEEL_VERSION"))
+                     if w)
+    return FaissGpuCli(name, [sys.executable, str(ROOT / "bench" / "faiss-gpu" / "wheel_sweep.py")],
+                       label=f"Faiss GPU IVF-Flat, {wheel} (no database)",
+                       env={"PYTHONPATH": site, "LD_LIBRARY_PATH": ":".join(libs)})

@@ -5,8 +5,10 @@
 #   cuvs       cuVS 26.10 for CUDA 13 (libcuvs-cu13 alone is a 241 MB wheel) and what it
 #              needs beyond the GPU host's own packages, nvJitLink 13.5 among them
 #              (libcuvs links against symbols of nvJitLink 13.3; the host has 13.0)
-#   faiss-gpu  the Faiss GPU wheel (faiss-gpu-cu12) with its CUDA 12 runtime and cuBLAS
-#              (581 MB): the GPU host's CUDA 13 libraries have other sonames
+#   faiss-gpu  the Faiss GPU wheel (faiss-gpu 1.15.1: code for sm_70 to sm_90 and PTX;
+#              faiss-gpu-cu12 1.14.1 holds sm_70 and sm_80 only, no kernel image for an
+#              H100/H200) with its CUDA 12 runtime, cuBLAS and cuRAND (the GPU host's
+#              CUDA 13 libraries have other sonames)
 #
 #   bash bench/setup/wheel-parts.sh SET split      # here: .wheels-SET/*.whl -> .parts/SET/p1 ..
 #   bash bench/setup/wheel-parts.sh SET stash      # GPU host: this call's parts -> $PARTS_STASH/SET
@@ -27,8 +29,8 @@ cuvs)
 		"nvidia-nvjitlink>=13.3,<14")
 	;;
 faiss-gpu)
-	reqs=("faiss-gpu-cu12==${FAISS_GPU_VERSION:-1.14.1.post1}" "nvidia-cuda-runtime-cu12==12.9.79"
-		"nvidia-cublas-cu12==12.9.3.13")
+	reqs=("faiss-gpu==${FAISS_GPU_VERSION:-1.15.1}" "nvidia-cuda-runtime-cu12==12.9.79"
+		"nvidia-cublas-cu12==12.9.3.13" "nvidia-curand-cu12==10.3.10.19")
 	;;
 *)
 	echo "unknown wheel set $set_name (cuvs, faiss-gpu)" >&2
