@@ -43,6 +43,16 @@ def batch(conn, engine, index, table, metric, queries, k=10):
     return found, secs
 
 
+def batch_server(conn, engine, index, table, metric, queries, k=10):
+    """Seconds of the same batch statement with its rows counted on the server instead of
+    sent: what batch() takes beyond it is the result rows' way to the client."""
+    sql = f"SELECT count(*) FROM ({engine.batch_sql(index, table, metric)}) b"
+    param = batch_param(queries, engine.coltype)
+    t0 = time.perf_counter()
+    conn.execute(sql, (param, k)).fetchone()
+    return time.perf_counter() - t0
+
+
 def pgbench(cluster, engine, table, qtable, metric, nq, clients, seconds, knob_value,
             k=10, workdir=None, gucs=None):
     """Transactions (queries) per second of `clients` pgbench sessions, each query a

@@ -39,14 +39,18 @@ def _sql_engine(ctx, rep, eng, clients):
             row[f"qps_c{c}"] = stats.median(runs)
             row[f"qps_c{c}_runs"] = stats.runs(runs)
         if not o.no_batch:
-            secs, brec = [], None
+            secs, server, brec = [], [], None
             for r in range(o.repeats):
                 sqlsearch.set_knob(ctx.conn, eng, knob)
                 found, s = sqlsearch.batch(ctx.conn, eng, idx, table, ds.metric, ds.queries)
                 secs.append(s)
                 brec = stats.recall_at_k(found, ds.gt)
+                server.append(sqlsearch.batch_server(ctx.conn, eng, idx, table, ds.metric,
+                                                     ds.queries))
             row.update(qps_batch=len(ds.queries) / stats.median(secs),
-                       batch_s_runs=stats.runs(secs), recall_batch=brec)
+                       batch_s_runs=stats.runs(secs), recall_batch=brec,
+                       batch_ms=stats.median(secs) * 1e3,
+                       batch_server_ms=stats.median(server) * 1e3)
         ctx.log(f"  {eng.knob}={knob}: recall {rec:.3f}, 1 client {row['qps_1']:.0f} q/s"
                 + "".join(f", {c} clients {row[f'qps_c{c}']:.0f}" for c in clients)
                 + (f", batch {row['qps_batch']:.0f}" if "qps_batch" in row else ""))
@@ -134,7 +138,11 @@ def run(ctx):
 
 def _finish(ctx, rep, clients):
     o, ds = ctx.opts, ctx.ds
-    cols = COLUMNS + [f"qps_c{c}" for c in clients] + ["qps_batch", "recall_batch"]
+    cols = COLUMNS + [f"qps_c{c}" for c in clients] + ["qps_batch", "recall_batch",
+                                                       "batch_ms", "batch_server_ms"]
+    for r in rep.rows:          # the references' batch: one call, no rows to send
+        if r.get("qps_batch") and not r.get("batch_ms"):
+            r["batch_ms"] = len(ds.queries) / r["qps_batch"] * 1e3
     rep.table(f"QPS and recall@10, {len(ds.base)} rows, {len(ds.queries)} queries, "
               f"median of {o.repeats}", cols)
     for col in ["qps_1"] + [f"qps_c{c}" for c in clients] + ["qps_batch"]:
