@@ -35,8 +35,8 @@
 #   GPUINDEX_BENCH_DEVICE  gpuindex.device [cuda]; cpu for a dry run on a machine without GPU
 #   BENCH_GPU_PLAN         full [full] | tiny (dry run: 20K rows, 3 stream steps, short runs)
 #   BENCH_GPU_BUDGET       seconds for everything before the final packaging [470]
-#   BENCH_GPU_STEPS        the scenarios to run, in this order [search stream mutate build
-#                          search-minilm]: one call of the device tool (10 minutes) does
+#   BENCH_GPU_STEPS        the scenarios to run, in this order [search batchcost stream
+#                          mutate build search-minilm]: one call of the device tool (10 minutes) does
 #                          not hold them all with 3 repeats and 50 window steps
 #   BENCH_GPU_TAG          results folder docs/benchmarks/gpu-TAG [from nvidia-smi: h200, h100]
 #   BENCH_GPU_ARGS         extra bench.py arguments for every scenario (e.g. --set X=Y)
@@ -63,7 +63,7 @@ prefix=${BENCH_PG_PREFIX:-/tmp/pg-bench}
 work=${BENCH_WORK:-/tmp/gpuindex-gpu-bench}
 port=${BENCH_PORT:-54395}
 site=$work/site
-steps_sel=" ${BENCH_GPU_STEPS:-search stream mutate build search-minilm} "
+steps_sel=" ${BENCH_GPU_STEPS:-search batchcost stream mutate build search-minilm} "
 export root here out work device plan py wheels debs prefix site steps_sel
 want() { case $steps_sel in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -343,6 +343,8 @@ EOF
 export -f prepare_data
 data_sets=
 want search && data_sets=$search_ds
+# batchcost makes its own 1,000-row table; the scenario still loads a (small) dataset
+want batchcost && case " $data_sets " in *" synth-20k-128 "*) ;; *) data_sets="$data_sets synth-20k-128" ;; esac
 if want stream || want mutate || want build; then
 	case " $data_sets " in *" $big_ds "*) ;; *) data_sets="$data_sets $big_ds" ;; esac
 fi
@@ -432,6 +434,8 @@ if [ "$plan" = tiny ]; then
 	want search && bench search 200 20 --fresh --last search --dataset "$search_ds" --nq 100 \
 		--repeats 2 --seconds 1 --clients 8 --probes 1,4,16,64 --ef-search 20,80 \
 		--refs "$refs_search"
+	want batchcost && bench batchcost 90 20 --fresh --last batchcost --dataset synth-20k-128 \
+		--engines gpuivf,ivfflat,hnsw --refs none --repeats 2
 	want stream && big && bench stream 150 20 "$big_mode" stream --dataset "$big_ds" \
 		--engines gpuivf,ivfflat --window 5000 --batch 1000 --steps 3 --searches 50 --nq 100 \
 		--refs none --repeats 2
@@ -449,6 +453,10 @@ else
 	want search && bench search 480 120 --fresh --last search --dataset "$search_ds" \
 		--nq 300 --repeats 3 --seconds 2 --clients 8 --probes 1,2,4,8,16,32,64 \
 		--ef-search 20,40,80,160,320 --refs "$refs_search"
+	# the batch statement's cost with a negligible scan (a 1,000-row 8-d table): what of
+	# the search step's batch time is not the GPU's (about 15 s)
+	want batchcost && bench batchcost 90 20 --fresh --last batchcost --dataset synth-20k-128 \
+		--engines gpuivf,ivfflat,hnsw --refs none
 	# 1M x 128: the window W = 200K, B = 10K, 50 steps (HNSW left out: one
 	# DELETE + VACUUM of 10K rows took 345 s on the VM), then 1M-row mutations and CREATE
 	# INDEX on the same loaded cluster

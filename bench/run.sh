@@ -1,6 +1,6 @@
 #!/bin/bash
 # The one entry command of gpuindex's benchmarks (issue 5):
-#   bash bench/run.sh SCENARIO [options]       SCENARIO: build search stream mutate orient all
+#   bash bench/run.sh SCENARIO [options]       SCENARIO: build search stream mutate orient batchcost all
 #   bash bench/run.sh --help
 # Prepares everything first: the Python environment (bench/.cache/venv), Debian's pgvector
 # source package built against $PG_CONFIG, and gpuindex itself (make && make install;

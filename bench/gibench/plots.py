@@ -23,6 +23,14 @@ def _label(name):
     return LABELS.get(name, name)
 
 
+def _save(fig, stem):
+    """Write the figure as STEM.png; returns [its file name] for the report."""
+    path = f"{stem}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path.rsplit("/", 1)[-1]]
+
+
 def _style(name):
     return STYLE.get(name, ("black", "."))
 
@@ -59,10 +67,7 @@ def recall_qps(rows, stem, modes):
     fig.legend(list(named.values()), list(named), loc="lower center", ncol=ncol, fontsize=8,
                frameon=False)
     fig.tight_layout(rect=(0, bottom, 1, 1))
-    path = f"{stem}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path.rsplit("/", 1)[-1]]
+    return _save(fig, stem)
 
 
 def per_step(rows, stem, panels):
@@ -87,10 +92,28 @@ def per_step(rows, stem, panels):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path = f"{stem}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path.rsplit("/", 1)[-1]]
+    return _save(fig, stem)
+
+
+def lines(rows, stem, xcol, ycol, group, title, xlabel, ylabel):
+    """One line per group(row) of ycol against xcol, both axes logarithmic."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name in dict.fromkeys(group(r) for r in rows):
+        pts = sorted((r[xcol], r[ycol]) for r in rows if group(r) == name and r.get(ycol))
+        if pts:
+            c, m = _style(name.split(",")[0])
+            ls = "-" if name.endswith("k 10") else "--"
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=c, marker=m, ls=ls,
+                    label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, stem)
 
 
 def bars(rows, stem, col, title, ylabel, log=True):
@@ -106,7 +129,4 @@ def bars(rows, stem, col, title, ylabel, log=True):
     ax.set_title(title, fontsize=10)
     ax.tick_params(axis="x", labelrotation=30)
     fig.tight_layout()
-    path = f"{stem}-{col}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path.rsplit("/", 1)[-1]]
+    return _save(fig, f"{stem}-{col}")
