@@ -454,7 +454,7 @@ else
 		--nq 300 --repeats 3 --seconds 2 --clients 8 --probes 1,2,4,8,16,32,64 \
 		--ef-search 20,40,80,160,320 --refs "$refs_search"
 	# the batch statement's cost with a negligible scan (a 1,000-row 8-d table): what of
-	# the search step's batch time is not the GPU's (about 15 s)
+	# the search step's batch time is not the GPU's (24 s in the dry run here)
 	want batchcost && bench batchcost 90 20 --fresh --last batchcost --dataset synth-20k-128 \
 		--engines gpuivf,ivfflat,hnsw --refs none
 	# 1M x 128: the window W = 200K, B = 10K, 50 steps (HNSW left out: one
