@@ -62,7 +62,7 @@ def main():
         quant = faiss.IndexFlatL2(d) if mt == faiss.METRIC_L2 else faiss.IndexFlatIP(d)
         index = faiss.IndexIVFFlat(quant, d, o.lists, mt)
     index.cp.seed = o.seed
-    sample = _train_sample(xb, o.lists, o.seed) if o.train_per_list == 50 else xb
+    sample = _train_sample(xb, o.lists, o.seed, o.train_per_list)
     t0 = time.perf_counter()
     index.train(sample)
     t1 = time.perf_counter()

@@ -17,10 +17,13 @@ def _prep(x, metric):
     return x
 
 
-def _train_sample(x, lists, seed):
-    """The k-means training rows, a seeded sample like pgvector's IVFFlat's (50 a list)."""
+def _train_sample(x, lists, seed, per_list=50):
+    """The k-means training rows, a seeded sample like pgvector's IVFFlat's (50 a list;
+    per_list <= 0: every row)."""
+    m = min(len(x), per_list * lists) if per_list > 0 else len(x)
+    if m == len(x):
+        return x
     rng = np.random.default_rng(seed)
-    m = min(len(x), 50 * lists)
     return x[np.sort(rng.choice(len(x), m, replace=False))]
 
 
