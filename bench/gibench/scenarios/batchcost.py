@@ -5,11 +5,9 @@ fetch, visibility check, result row); each batch is timed with its rows counted 
 server and with them sent to the client.  The search scenario's batch_ms minus this
 leaves the scan itself (on a GPU host: the device service's and the CUDA backend's part).
 gpuivf's form is gpuivf_search_packed (the key column), pgvector's the LATERAL join."""
-import time
-
 import numpy as np
 
-from .. import db, plots, stats
+from .. import db, plots, sqlsearch, stats
 from ..engines import batch_param
 from ..report import Report
 
@@ -53,7 +51,7 @@ def _engine(ctx, rep, eng, reps):
     ctx.conn.execute(f"SET {eng.knob} = {40 if eng.am == 'hnsw' else 1}")
     ctx.conn.execute("SET enable_seqscan = off")
     sent_sql = eng.batch_sql(idx, table, "l2")
-    server_sql = f"SELECT count(*) FROM ({sent_sql}) b"
+    server_sql = sqlsearch.batch_counted_sql(eng, idx, table, "l2")
     for nq in NQ:
         if ctx.out_of_time(rep, f"{eng.name} at {nq} queries and above"):
             break
@@ -61,10 +59,10 @@ def _engine(ctx, rep, eng, reps):
         for k in (1, 10):
             server, sent, hits = [], [], 0
             for _ in range(reps):
-                s, rows = _timed(ctx.conn, server_sql, (param, k))
+                s, rows = sqlsearch.timed_warm(ctx.conn, server_sql, (param, k))
                 server.append(s)
                 hits = rows[0][0]
-                sent.append(_timed(ctx.conn, sent_sql, (param, k))[0])
+                sent.append(sqlsearch.timed_warm(ctx.conn, sent_sql, (param, k))[0])
             sm, tm = stats.median(server) * 1e3, stats.median(sent) * 1e3
             ctx.log(f"  {eng.name} nq {nq} k {k}: {hits} hits, server {sm:.3f} ms, "
                     f"sent {tm:.3f} ms")
@@ -72,14 +70,5 @@ def _engine(ctx, rep, eng, reps):
                     server_us_per_query=sm * 1e3 / nq, rows_ms=tm - sm,
                     server_runs=stats.runs(server), sent_runs=stats.runs(sent))
     ctx.conn.execute("RESET enable_seqscan")
+    ctx.conn.execute(f"RESET {eng.knob}")
     ctx.conn.execute(f"DROP TABLE {table}")
-
-
-def _timed(conn, sql, params):
-    """(seconds, rows) of a prepared statement's second of two executions back to back,
-    its rows fetched: the first wakes what idles between statements (the device service
-    waits on a latch), which would otherwise fall on whichever form runs first."""
-    conn.execute(sql, params, prepare=True).fetchall()
-    t0 = time.perf_counter()
-    rows = conn.execute(sql, params, prepare=True).fetchall()
-    return time.perf_counter() - t0, rows
