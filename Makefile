@@ -6,13 +6,15 @@ EXTENSION = gpuindex
 EXTVERSION = 0.1.0
 
 MODULE_big = gpuindex
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/service/*.c src/store/*.c src/am/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/types/*.c src/access/*.c src/service/*.c src/service/kinds/*.c src/backend/host/*.c src/am/*/*.c)))
 
 # the extension script is assembled from per-topic fragments in src/sql/
 DATA_built = gpuindex--$(EXTVERSION).sql
 EXTRA_CLEAN = gpuindex--$(EXTVERSION).sql gpuindex_cuda.so test/unit/*.run
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/store -I$(srcdir)/src/service
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/types -I$(srcdir)/src/backend \
+	-I$(srcdir)/src/backend/host -I$(srcdir)/src/access -I$(srcdir)/src/service \
+	-I$(srcdir)/src/service/kinds -I$(srcdir)/src/am/gpuivf
 PG_CFLAGS = -std=gnu99 -Wall -Wmissing-prototypes
 SHLIB_LINK = -ldl -lm
 
@@ -29,11 +31,11 @@ GPUINDEX_CUDA ?= $(if $(NVCC),1,0)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 # sm_90 machine code for H100/H200 plus compute_90 PTX for newer parts
 CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
-NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -I$(srcdir)/src/store
-CU_SRCS = $(sort $(wildcard cuda/*.cu))
+NVCC_FLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -I$(srcdir)/src/backend -I$(srcdir)/cuda/common
+CU_SRCS = $(sort $(wildcard cuda/*/*.cu))
 CU_OBJS = $(CU_SRCS:.cu=.o)
-CU_HDRS = $(wildcard cuda/*.cuh cuda/*.h) src/store/gi_backend.h src/store/gi_kmeans.h
-EXTRA_CLEAN += cuda/*.o
+CU_HDRS = $(wildcard cuda/*/*.cuh cuda/*/*.h) $(wildcard src/backend/*.h)
+EXTRA_CLEAN += cuda/*/*.o
 
 ifeq ($(GPUINDEX_CUDA),1)
 all: gpuindex_cuda.so

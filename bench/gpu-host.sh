@@ -5,7 +5,7 @@
 #
 # For a machine with a GPU, CUDA's nvcc and a python3 that has numpy and matplotlib, but
 # no PostgreSQL, no psycopg and no network (this workplace's device machines).  It
-#   1. unpacks PostgreSQL 15 from the carried Debian packages (test/gpu/setup-postgres.sh;
+#   1. unpacks PostgreSQL 15 from the carried Debian packages (tools/gpu-host/setup-postgres.sh;
 #      the server runs as a non-root user) and drops Debian's llvmjit.so (no libLLVM-14);
 #   2. installs the carried wheels (psycopg, psycopg-binary, faiss-cpu, cuVS; the Faiss
 #      GPU wheel into a folder of its own, see below) into a target
@@ -192,7 +192,7 @@ git -C "$root" rev-parse HEAD 2>/dev/null | sed 's/^/commit: /'
 
 # ---- 1. PostgreSQL from the carried packages ---------------------------------------------
 setup_pg() {
-	bash "$root/test/gpu/setup-postgres.sh" "$debs" "$prefix" >"$work/pg.env" || return 1
+	bash "$root/tools/gpu-host/setup-postgres.sh" "$debs" "$prefix" >"$work/pg.env" || return 1
 	# the server user must read the tree; no libLLVM-14 here: no JIT provider
 	chmod -R a+rX "$prefix"
 	rm -f "$prefix"/usr/lib/postgresql/*/lib/llvmjit*.so

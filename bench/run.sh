@@ -8,7 +8,7 @@
 # (port 54395, /tmp/gpuindex-bench), runs the scenario and writes docs/benchmarks/.
 # On a GPU host: bench/gpu-host.sh OUTDIR does everything (PostgreSQL from carried Debian
 # packages, wheels, builds, the scenarios); by hand, source <(bash
-# test/gpu/setup-postgres.sh DIR) first, so that PG_CONFIG/PG_BIN/PG_USER point at that
+# tools/gpu-host/setup-postgres.sh DIR) first, so that PG_CONFIG/PG_BIN/PG_USER point at that
 # PostgreSQL, and BENCH_PYTHON=python3 uses the machine's python without a venv.
 # Not part of the tests.
 set -eu

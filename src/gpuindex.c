@@ -18,7 +18,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "am/gpuivf.h"
+#include "gpuivf.h"
 #include "gi_client.h"
 #include "gi_service.h"
 #include "gi_shmem.h"

@@ -17,7 +17,7 @@ py=${BENCH_PYTHON:-$here/bench/.cache/venv/bin/python}
 mkdir -p "$v"
 fail=0
 
-gcc -std=gnu99 -O2 -Wall -Wextra -Werror -fPIC -shared -I "$here/src/store" -I "$here/cuda" \
+gcc -std=gnu99 -O2 -Wall -Wextra -Werror -fPIC -shared -I "$here/src/backend" -I "$here/src/backend/host" -I "$here/cuda/common" \
 	-o "$v/synth_stub.so" "$here/bench/faiss-gpu/synth_stub.c"
 make -s -C "$here/bench/store" bench_store.run
 "$here/bench/store/bench_store.run" "$v/synth_stub.so" | grep '^synth:' >"$v/bench_store.synth"

@@ -5,15 +5,15 @@
  *		copy into an upload arena on the helper threads, and the delete's
  *		host side, on the store benchmark's workloads (1M x d128 TID-like
  *		keys in 1,024 lists, batches of 100K; delete 10K of 1M; sliding
- *		window W 200K, B 10K).  It links cuda/cuda_plan.cu and
- *		cuda/cuda_keymap.cu, which make no CUDA call, with a mirror-only
+ *		window W 200K, B 10K).  It links cuda/common/cuda_plan.cu and
+ *		cuda/common/cuda_keymap.cu, which make no CUDA call, with a mirror-only
  *		stand-in for pool growth; built by nvcc (the files include the CUDA
  *		headers) but runs on any x86 machine.
  *
  *	 make -C bench/store plan && bench/store/plan_bench.run [copy threads]
  *
  * Before timing it checks itself: the copy helpers against memcpy, and the
- * planning against the host store (src/store/host_store.c, linked in)
+ * planning against the host store (src/backend/host/host_store.c, linked in)
  * over random inserts and deletes (duplicates, multi-posting keys,
  * unknown and repeated keys, 1-slab pool steps): statistics equal after
  * every operation, and the mirror's invariants and per-list contents
@@ -31,7 +31,7 @@
 #include "cuda_store.h"
 #include "cuda_util.cuh"
 
-/* the host store, the reference (C, linked from src/store/host_store.c) */
+/* the host store, the reference (C, linked from src/backend/host/host_store.c) */
 extern "C" const gi_backend_ops *gi_host_backend(void);
 typedef bool (*host_record_cb) (uint64_t key, uint32_t row, const void *payload, void *arg);
 extern "C" int64_t gi_host_store_foreach(const gi_store *store, uint32_t list,

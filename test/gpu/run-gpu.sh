@@ -16,7 +16,7 @@ top=$(cd "$here/../.." && pwd)
 cache=${1:-$top/.gpuhost}
 prefix=${GPUINDEX_PG_PREFIX:-/tmp/pg}
 
-eval "$(bash "$here/setup-postgres.sh" "$cache/debs" "$prefix")"
+eval "$(bash "$top/tools/gpu-host/setup-postgres.sh" "$cache/debs" "$prefix")"
 if [ -d "$cache/cmocka" ]; then
 	mkdir -p /tmp/cmocka
 	for f in "$cache"/cmocka/*.deb; do dpkg -x "$f" /tmp/cmocka; done

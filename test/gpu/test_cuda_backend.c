@@ -3,7 +3,7 @@
  *		Differential tests of the CUDA backend against the host backend.
  *
  * The same operation sequences run on the host store (the reference,
- * src/store/host_*.c compiled in) and on the CUDA store (gpuindex_cuda.so,
+ * src/backend/host/host_*.c compiled in) and on the CUDA store (gpuindex_cuda.so,
  * dlopen'ed as the device service does).  After every operation the two
  * must agree: statuses, counts, statistics (except `bytes`, which each
  * backend measures for itself); every few operations the CUDA store's

@@ -6,7 +6,7 @@
  * needs no device copy: a delete looks its key up here in O(1), walks the
  * key's own rows (row_next chain) and hands the row ids to the device,
  * which finds each row's slot through the device ATT.  The map follows the
- * host store (src/store/host_store.c): open addressing, linear probing,
+ * host store (src/backend/host/host_store.c): open addressing, linear probing,
  * backward-shift deletion (no tombstones), load factor at most 2/3, the
  * murmur3 finalizer as hash.  Differences, for speed (planning touches one
  * random map slot per record, a cache miss on a map of millions of keys):

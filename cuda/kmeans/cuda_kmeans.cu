@@ -3,7 +3,7 @@
  *		k-means for CREATE INDEX on the GPU: the kmeans_train, kmeans_assign
  *		and kmeans_release entries of gi_backend_ops.
  *
- * The algorithm is the host's (src/store/host_kmeans.c, described at
+ * The algorithm is the host's (src/backend/host/host_kmeans.c, described at
  * gi_kmeans_params in gi_backend.h); everything here is deterministic:
  * the same samples give the same centroids on the same device.
  *

@@ -1,7 +1,7 @@
 /*
  * host_kmeans.c
  *		k-means training for CREATE INDEX on the host: what the gpuivf
- *		access method runs in the building backend (src/am/gpuivf_kmeans.c
+ *		access method runs in the building backend (src/am/gpuivf/gpuivf_kmeans.c
  *		wraps it), and the reference the CUDA module's training is
  *		compared with (test/gpu/).
  *

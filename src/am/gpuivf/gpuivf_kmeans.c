@@ -2,7 +2,7 @@
  * gpuivf_kmeans.c
  *		Training the centroids at build time, and choosing a row's list.
  *
- * The training itself is the host k-means of src/store/host_kmeans.c
+ * The training itself is the host k-means of src/backend/host/host_kmeans.c
  * (plain C, shared with the GPU tests as their reference): L2 k-means,
  * spherical k-means for inner product and cosine, k-means++ seeding with
  * GPUIVF_SEED, GPUIVF_KMEANS_ITERATIONS Lloyd iterations, an empty

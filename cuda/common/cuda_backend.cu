@@ -1,7 +1,7 @@
 /*
  * cuda_backend.cu
  *		Entry point of gpuindex_cuda.so, the CUDA implementation of
- *		gi_backend_ops (src/store/gi_backend.h).
+ *		gi_backend_ops (src/backend/gi_backend.h).
  *
  * The device service dlopens this module and calls gi_cuda_backend() only
  * when gpuindex.device asks for CUDA (or "auto" finds a GPU), so that

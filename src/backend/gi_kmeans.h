@@ -5,7 +5,7 @@
  *
  * Header-only plain C (static inline), included by the host reference
  * (host_kmeans.c, which the access method runs) and by the CUDA module
- * (cuda/cuda_kmeans.cu, whose k-means++ draws run in a device kernel: the
+ * (cuda/kmeans/cuda_kmeans.cu, whose k-means++ draws run in a device kernel: the
  * functions are __host__ __device__ there).
  *
  * The PRNG is PostgreSQL's pg_prng (src/common/pg_prng.c, xoroshiro128**

@@ -4,7 +4,7 @@
  *		operations that run on it.
  *
  * Two implementations stand behind this table of functions: the host
- * backend (plain C, src/store/host_*.c, the reference that CI runs) and
+ * backend (plain C, src/backend/host/host_*.c, the reference that CI runs) and
  * the CUDA backend (cuda/, built into gpuindex_cuda.so and dlopen'ed by the
  * device service only).  Nothing here includes PostgreSQL headers: both
  * implementations are ordinary C libraries so that they can be unit-tested
@@ -92,8 +92,8 @@ typedef enum gi_metric
 
 /*
  * k-means for CREATE INDEX (the optional kmeans_* entries below).  The
- * algorithm is the access method's (src/am/gpuivf_kmeans.c, reference in
- * src/store/host_kmeans.c): L2 is plain k-means on squared L2; IP and
+ * algorithm is the access method's (src/am/gpuivf/gpuivf_kmeans.c, reference in
+ * src/backend/host/host_kmeans.c): L2 is plain k-means on squared L2; IP and
  * cosine are spherical k-means (zero samples dropped, samples normalised,
  * similarity the dot product, every centroid the normalised mean of its
  * members).  k-means++ seeding (D^2 sampling) with the PRNG of
