@@ -58,14 +58,42 @@ typedef enum gi_status
 } gi_status;
 
 typedef struct gi_store gi_store;	/* opaque, one per index */
+typedef struct gi_device gi_device; /* opaque, one per compute device */
+
+/*
+ * Store kinds: what a record holds and how a search scores it (see
+ * docs/architecture.md, "Store kinds").  The store itself is the same for
+ * every kind; a kind adds its per-store state and its search, declared in
+ * its own header (gi_kind_ivf.h, ...) and reached through
+ * gi_backend_ops.kinds[kind].
+ */
+typedef enum gi_kind
+{
+	GI_KIND_NONE = 0,
+	GI_KIND_IVF = 1,			/* lists: centroids; record: a float vector */
+	GI_KIND_SPARSE = 2,			/* lists: dimensions; record: a weight */
+	GI_KIND_KEYWORD = 3,		/* lists: keywords; record: a count */
+	GI_KIND_COUNT
+} gi_kind;
+
+/* which records a key may own (gi_store_params.key_mode) */
+typedef enum gi_key_mode
+{
+	GI_KEYS_ANY = 0,			/* no check: any number, duplicates kept */
+	GI_KEYS_UNIQUE = 1,			/* one record: insert of a present key is
+								 * skipped */
+	GI_KEYS_PER_LIST = 2		/* one record per list: insert of a present
+								 * (key, list) pair is skipped */
+} gi_key_mode;
 
 typedef struct gi_store_params
 {
 	uint32_t	nlists;			/* number of lists, >= 1 */
 	uint32_t	record_bytes;	/* payload bytes per record, multiple of 4 */
 	uint32_t	chunk_slabs;	/* pool growth step in slabs; 0 = default */
-	bool		unique_keys;	/* insert of a present key is skipped */
+	uint32_t	key_mode;		/* gi_key_mode */
 	uint64_t	memory_limit;	/* bytes this store may use; 0 = no limit */
+	gi_device  *device;			/* where the store lives; NULL = ordinal 0 */
 } gi_store_params;
 
 typedef struct gi_store_stats
@@ -109,6 +137,7 @@ typedef struct gi_kmeans_params
 	uint32_t	iterations;		/* Lloyd iterations at most */
 	uint32_t	metric;			/* gi_metric */
 	uint64_t	seed;
+	gi_device  *device;			/* where to train; NULL = ordinal 0 */
 } gi_kmeans_params;
 
 /* one search hit: key of the record and its distance */
@@ -119,6 +148,32 @@ typedef struct gi_hit
 	uint32_t	pad;
 } gi_hit;
 
+/*
+ * What a kind adds to the store (the kind's header documents the layouts
+ * of its state, search parameters and queries).
+ */
+typedef struct gi_kind_ops
+{
+	/*
+	 * Hand the store its constant per-store state (IVF: the centroids).
+	 * Called once after store_create, before the first search; the backend
+	 * copies what it needs (to the device, once).  May be NULL when the
+	 * kind has no state.
+	 */
+	gi_status	(*set_state) (gi_store *store, const void *state, size_t bytes);
+
+	/*
+	 * Search: nq queries packed back to back in the kind's query layout
+	 * (query_bytes in all), the kind's parameters in params.  For each
+	 * query the k best records go to hits[q * k ...] in ascending
+	 * (distance, key) order; slots beyond the records found get key 0 and
+	 * distance +Inf and found[q] tells how many are real.
+	 */
+	gi_status	(*search) (gi_store *store, const void *params,
+						   uint32_t nq, const void *queries, size_t query_bytes,
+						   uint32_t k, gi_hit *hits, uint32_t *found);
+} gi_kind_ops;
+
 typedef struct gi_backend_ops
 {
 	const char *name;			/* "cpu" or "cuda" */
@@ -126,28 +181,39 @@ typedef struct gi_backend_ops
 	/* message for the last non-OK status returned in this thread */
 	const char *(*last_error) (void);
 
-	/* number of usable devices; the host backend answers 1 */
+	/*
+	 * Devices.  device_count() says how many are usable (the host backend
+	 * answers 1); device_open() makes the object of one of them, with
+	 * whatever it keeps per device (context, streams, library handles,
+	 * k-means scratch); stores are created on one device and live there.
+	 * Objects of different devices are independent; one device's calls
+	 * are serialized by the caller.
+	 */
 	int			(*device_count) (void);
+	gi_status	(*device_open) (int ordinal, gi_device **out);
+	void		(*device_close) (gi_device *device);
 
-	/* human readable device description, e.g. "NVIDIA H100 80GB HBM3" */
-	const char *(*device_name) (void);
+	/* human readable description, e.g. "NVIDIA H100 80GB HBM3" */
+	const char *(*device_name) (gi_device *device);
 
 	gi_status	(*store_create) (const gi_store_params *params, gi_store **out);
 	void		(*store_destroy) (gi_store *store);
 
 	/*
 	 * Insert n records: record i goes to list lists[i] with key keys[i] and
-	 * payload payloads + i * record_bytes.  With unique_keys, records whose
-	 * key is present are skipped.  *ninserted (may be NULL) receives the
-	 * number really inserted.  On error nothing or a prefix is inserted;
-	 * the store stays consistent either way.
+	 * payload payloads + i * record_bytes.  Records the key mode forbids
+	 * (a present key; a present key and list pair) are skipped, and so is
+	 * the second of two such records in one call.  *ninserted (may be
+	 * NULL) receives the number really inserted.  On error nothing or a
+	 * prefix is inserted; the store stays consistent either way.
 	 */
 	gi_status	(*store_insert) (gi_store *store, uint32_t n,
 								 const uint32_t *lists, const uint64_t *keys,
 								 const void *payloads, uint64_t *ninserted);
 
 	/*
-	 * Delete every record of each key in keys[0..n-1].  Unknown keys and
+	 * Delete every record of each key in keys[0..n-1], in time
+	 * proportional to the records those keys own.  Unknown keys and
 	 * repeated keys are ignored (delete is idempotent).  *ndeleted (may be
 	 * NULL) receives the number of records removed.
 	 */
@@ -157,27 +223,14 @@ typedef struct gi_backend_ops
 	gi_status	(*store_stats) (gi_store *store, gi_store_stats *out);
 
 	/*
-	 * IVF search over a store whose records are float vectors of dim
-	 * dimensions (record_bytes == dim * 4) in nlists lists with the given
-	 * centroids (nlists * dim floats, row-major).  For each of the nq
-	 * queries the `probes` lists with the nearest centroids are scanned and
-	 * the k nearest records are written to hits[q * k ...] in ascending
-	 * (distance, key) order; slots beyond the records found get key 0 and
-	 * distance +Inf and found[q] tells how many are real.  May be NULL in a
-	 * backend that lacks it.
-	 */
-	gi_status	(*ivf_search) (gi_store *store, const float *centroids,
-							   uint32_t dim, gi_metric metric,
-							   uint32_t nq, const float *queries,
-							   uint32_t probes, uint32_t k,
-							   gi_hit *hits, uint32_t *found);
-
-	/*
 	 * Change the store's memory limit (0 = none).  The device service
 	 * shares gpuindex.memory_limit among all stores and hands each store
 	 * what the others leave before every mutation batch.  May be NULL.
 	 */
 	void		(*store_set_limit) (gi_store *store, uint64_t memory_limit);
+
+	/* the kinds this backend searches; NULL where it has no such kind */
+	const gi_kind_ops *kinds[GI_KIND_COUNT];
 
 	/*
 	 * Optional k-means for CREATE INDEX (NULL: not supported; the access
@@ -185,10 +238,10 @@ typedef struct gi_backend_ops
 	 * does with the host backend, so that builds run in parallel).
 	 *
 	 * kmeans_train: train on n samples (n * params->dim floats, row-major,
-	 * not modified) as described at gi_kmeans_params; writes *nproduced
-	 * centroids (0 when no sample is usable) to centroids (room for
-	 * params->nlists * dim floats).  Deterministic: the same samples and
-	 * params give the same centroids on the same device.
+	 * not modified) on params->device as described at gi_kmeans_params;
+	 * writes *nproduced centroids (0 when no sample is usable) to centroids
+	 * (room for params->nlists * dim floats).  Deterministic: the same
+	 * samples and params give the same centroids on the same device.
 	 *
 	 * kmeans_assign: for each of n vectors the nearest of nlists centroids,
 	 * ranked exactly as the IVF search ranks lists to probe: by (double
@@ -196,17 +249,18 @@ typedef struct gi_backend_ops
 	 * the host's (host_ivf.c: double sums in dimension order; cosine +Inf
 	 * for a zero norm; NaN ranks as +Inf).
 	 *
-	 * kmeans_release: free whatever the two keep cached between calls
-	 * (device copies of centroids, scratch); called when no build needs
-	 * them any more.  May be NULL.
+	 * kmeans_release: free whatever the two keep cached on the device
+	 * between calls (device copies of centroids, scratch); called when no
+	 * build needs them any more.  May be NULL.
 	 */
 	gi_status	(*kmeans_train) (const gi_kmeans_params *params, uint32_t n,
 								 const float *samples, float *centroids,
 								 uint32_t *nproduced);
-	gi_status	(*kmeans_assign) (uint32_t nlists, uint32_t dim, gi_metric metric,
-								  const float *centroids, uint32_t n,
-								  const float *vectors, uint32_t *lists);
-	void		(*kmeans_release) (void);
+	gi_status	(*kmeans_assign) (gi_device *device, uint32_t nlists, uint32_t dim,
+								  gi_metric metric, const float *centroids,
+								  uint32_t n, const float *vectors,
+								  uint32_t *lists);
+	void		(*kmeans_release) (gi_device *device);
 } gi_backend_ops;
 
 /* the host backend, always present */

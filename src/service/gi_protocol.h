@@ -32,13 +32,16 @@ typedef enum GiReqType
 	GI_REQ_PING,				/* empty round trip */
 	GI_REQ_SERVICE_INFO,		/* out: GiServiceInfo */
 	GI_REQ_STATS,				/* out: GiStoreStatRow[count] */
-	GI_REQ_LOAD_BEGIN,			/* in: centroids; starts (re)loading a store */
+	GI_REQ_LOAD_BEGIN,			/* args: kind; in: the kind's state (IVF: a
+								 * gi_ivf_state); starts (re)loading a store */
 	GI_REQ_LOAD_CHUNK,			/* in: records (GiRecordsLayout) */
 	GI_REQ_LOAD_END,			/* store becomes ready */
 	GI_REQ_INSERT,				/* in: records (GiRecordsLayout) */
 	GI_REQ_DELETE,				/* in: uint64 keys[n] */
 	GI_REQ_DROP,				/* forget the store (DROP INDEX) */
-	GI_REQ_SEARCH,				/* in: float queries[n][dim]; out: GiSearchLayout */
+	GI_REQ_SEARCH,				/* args: kind, n, k, kargs: the kind's search
+								 * parameters; in: the kind's queries; out:
+								 * hits and found (gi_search_*) */
 
 	/*
 	 * k-means for CREATE INDEX on the service's compute backend (CUDA),
@@ -47,12 +50,13 @@ typedef enum GiReqType
 	 * backend has no kmeans entries (the host backend: the build trains in
 	 * its own process, in parallel with other builds).
 	 */
-	GI_REQ_KMEANS_BEGIN,		/* args: dim, nlists, metric, n samples,
-								 * iterations, seed; answer: rargs.job */
-	GI_REQ_KMEANS_DATA,			/* args: job, offset, n; in: float[n][dim] */
+	GI_REQ_KMEANS_BEGIN,		/* args: n samples, GiKmeansArgs dim, nlists,
+								 * metric, iterations, seed; answer:
+								 * rargs.token (the job) */
+	GI_REQ_KMEANS_DATA,			/* args: n, job, offset; in: float[n][dim] */
 	GI_REQ_KMEANS_TRAIN,		/* args: job; answer: rargs.count centroids */
-	GI_REQ_KMEANS_RESULT,		/* args: job, offset, n; out: float[n][dim] */
-	GI_REQ_ASSIGN,				/* args: job, dim, n; in: float[n][dim];
+	GI_REQ_KMEANS_RESULT,		/* args: n, job, offset; out: float[n][dim] */
+	GI_REQ_ASSIGN,				/* args: n, job, dim; in: float[n][dim];
 								 * out: uint32 lists[n] (nearest centroid) */
 	GI_REQ_KMEANS_END,			/* args: job; frees it */
 	GI_REQ_NTYPES
@@ -76,47 +80,61 @@ typedef enum GiReply
 								 * restarted): the requester does it itself */
 } GiReply;
 
-/* kinds of store the service knows how to search */
-typedef enum GiStoreKind
-{
-	GI_KIND_IVF_FLAT = 1
-} GiStoreKind;
-
 typedef struct GiStoreKey
 {
 	Oid			dbid;
 	Oid			relid;			/* index OID */
 } GiStoreKey;
 
-/* fixed-size request arguments; which fields matter depends on the type */
+/* bytes of kind (or k-means job) arguments a request carries */
+#define GI_KARGS_BYTES		64
+
+/*
+ * Fixed-size request arguments.  The generic ones are named; what a store
+ * kind or the k-means job needs travels in kargs, as a struct of its own
+ * (gi_ivf_protocol.h, gi_kmeans.h) read and written with GI_KARGS().
+ */
 typedef struct GiReqArgs
 {
 	Oid			relfilenode;	/* the pages this request refers to */
-	uint32		kind;			/* LOAD_BEGIN: GiStoreKind */
-	uint32		nlists;			/* LOAD_BEGIN */
-	uint32		dim;			/* LOAD_BEGIN, SEARCH (checked) */
-	uint32		metric;			/* LOAD_BEGIN: gi_metric */
-	uint32		record_bytes;	/* LOAD_BEGIN */
+	uint32		kind;			/* LOAD_BEGIN, SEARCH: gi_kind */
 	uint32		n;				/* records, keys or queries in the payload */
 	uint32		k;				/* SEARCH */
-	uint32		probes;			/* SEARCH */
 	uint64		load_token;		/* LOAD_CHUNK, LOAD_END */
-	uint32		iterations;		/* KMEANS_BEGIN */
-	uint64		seed;			/* KMEANS_BEGIN */
-	uint64		job;			/* KMEANS_*, ASSIGN: from KMEANS_BEGIN */
-	uint64		offset;			/* KMEANS_DATA, KMEANS_RESULT: first vector */
+	union
+	{
+		char		bytes[GI_KARGS_BYTES];
+		uint64		align;
+	}			kargs;
 } GiReqArgs;
+
+/* the kind's (or job's) argument struct inside a GiReqArgs */
+#define GI_KARGS(args, type) \
+	(StaticAssertExpr(sizeof(type) <= GI_KARGS_BYTES, "kind arguments too large"), \
+	 (type *) (args)->kargs.bytes)
 
 typedef struct GiRespArgs
 {
 	uint64		count;			/* records inserted/deleted, rows returned */
 	uint64		out_size;		/* bytes of payload written back */
 	uint64		out_needed;		/* GI_REPLY_TOO_SMALL: bytes required */
-	uint64		load_token;		/* LOAD_BEGIN: token for chunks and end */
-	uint64		job;			/* KMEANS_BEGIN: the job's token */
+	uint64		token;			/* LOAD_BEGIN: the load's token for chunks
+								 * and end; KMEANS_BEGIN: the job's */
 	int			sqlstate;		/* GI_REPLY_ERROR (and UNSUPPORTED: why) */
 	char		errmsg[GI_ERRMSG_LEN];
 } GiRespArgs;
+
+/* the kargs of the KMEANS_* and ASSIGN requests */
+typedef struct GiKmeansArgs
+{
+	uint32		dim;
+	uint32		nlists;			/* KMEANS_BEGIN */
+	uint32		metric;			/* KMEANS_BEGIN: gi_metric */
+	uint32		iterations;		/* KMEANS_BEGIN */
+	uint64		seed;			/* KMEANS_BEGIN */
+	uint64		job;			/* from KMEANS_BEGIN's rargs.token */
+	uint64		offset;			/* KMEANS_DATA, KMEANS_RESULT: first vector */
+} GiKmeansArgs;
 
 /* GI_REQ_SERVICE_INFO answer */
 typedef struct GiServiceInfo
@@ -137,11 +155,12 @@ typedef struct GiStoreStatRow
 {
 	GiStoreKey	key;
 	Oid			relfilenode;
-	uint32		kind;
+	char		kind[16];		/* the kind's name */
 	bool		ready;			/* false while loading */
 	char		backend[16];
-	uint32		dim;
-	uint32		metric;
+	int32		device;			/* ordinal of the device it lives on */
+	uint32		dim;			/* the kind's dimension; 0: none */
+	char		metric[16];		/* the kind's metric; "": none */
 	gi_store_stats st;
 	uint64		searches;		/* queries answered */
 	uint64		search_batches; /* backend search calls */
