@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh Debian 12 machine:
 #   installs build and test dependencies (apt-get; needs root or sudo),
 #   builds and installs gpuindex, runs the C unit tests of the store,
-#   the pg_regress suite and the service/index scripts.
+#   the pg_regress suite, the service/index scripts and the TAP tests.
 # Set GPUINDEX_SKIP_DEPS=1 to skip apt-get, GPUINDEX_TEST_DEVICE=cuda to
 # run everything on the CUDA backend (GPU host).
 set -u
@@ -35,6 +35,7 @@ run_part() {
 run_part "unit tests (cmocka, host store)" make -s -C test/unit run
 run_part "pg_regress" bash "$here/regress.sh"
 run_part "device service" bash "$here/service.sh"
+run_part "tap (crash recovery, standby, promotion)" bash "$here/tap.sh"
 for t in "$here"/scenarios/*.sh; do
 	[ -e "$t" ] || continue
 	run_part "$(basename "$t" .sh)" bash "$t"

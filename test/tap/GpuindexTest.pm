@@ -1,0 +1,84 @@
+# Helpers shared by gpuindex's TAP tests: a node with gpuindex preloaded, a
+# seeded table with a gpuivf index, and answers from the index next to the
+# answers of a sequential scan (the independent reference).
+package GpuindexTest;
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+
+# a node with gpuindex in shared_preload_libraries on the device under test
+sub new_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%opts);
+	my $device = $ENV{GPUINDEX_TEST_DEVICE} // 'cpu';
+	$node->append_conf('postgresql.conf', qq(
+shared_preload_libraries = 'gpuindex'
+gpuindex.device = $device
+fsync = off
+restart_after_crash = on
+));
+	return $node;
+}
+
+# table t(id, v real[16]) with n seeded rows and a gpuivf index of `lists` lists
+sub create_table
+{
+	my ($node, $n, $lists) = @_;
+	$node->safe_psql('postgres', qq(
+CREATE EXTENSION IF NOT EXISTS gpuindex;
+SELECT setseed(0.42);
+CREATE TABLE t (id int PRIMARY KEY, v real[]);
+INSERT INTO t SELECT i, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE i > 0)
+  FROM generate_series(1, $n) i;
+CREATE TABLE qs AS SELECT q, ARRAY(SELECT (random() * 10)::real FROM generate_series(1, 16) WHERE q > 0) AS v
+  FROM generate_series(1, 10) q;
+CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = $lists);
+));
+	return;
+}
+
+# the 10 nearest ids of every query, with the index (all lists probed) or by a
+# sequential scan; one line per query
+sub answers
+{
+	my ($node, $use_index) = @_;
+	my $settings = $use_index
+	  ? 'SET gpuivf.probes = 10000; SET enable_seqscan = off;'
+	  : 'SET enable_indexscan = off; SET enable_bitmapscan = off;';
+	return $node->safe_psql('postgres', qq($settings
+SELECT string_agg(ids, E'\\n' ORDER BY q) FROM (
+  SELECT q, (SELECT string_agg(id::text, ',') FROM
+			   (SELECT id FROM t ORDER BY v <-> qs.v, id LIMIT 10) s) AS ids
+  FROM qs) x;));
+}
+
+# ids the index returns when asked for every row, sorted
+sub all_ids_by_index
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', qq(SET gpuivf.probes = 10000; SET enable_seqscan = off;
+SELECT string_agg(id::text, ',' ORDER BY id) FROM
+  (SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 100000000) s;));
+}
+
+sub all_ids_by_seqscan
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		'SELECT string_agg(id::text, \',\' ORDER BY id) FROM t;');
+}
+
+# does the plan of an ordered query use the gpuivf index?
+sub plan_uses_index
+{
+	my ($node) = @_;
+	my $plan = $node->safe_psql('postgres', q(SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM t ORDER BY v <-> (SELECT v FROM qs WHERE q = 1) LIMIT 10;));
+	return $plan =~ /t_v_idx/ ? 1 : 0;
+}
+
+1;
