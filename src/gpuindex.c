@@ -1,7 +1,8 @@
 /*
  * gpuindex.c
- *		Module entry: GUCs, the device service's registration, and the hook
- *		that forgets the device store of a dropped index.
+ *		Module entry: GUCs, the device service's registration, the store
+ *		kinds it knows, and the hook that forgets the device store of a
+ *		dropped index.
  */
 #include "postgres.h"
 
@@ -20,6 +21,7 @@
 
 #include "gpuivf.h"
 #include "gi_client.h"
+#include "gi_kind.h"
 #include "gi_service.h"
 #include "gi_shmem.h"
 
@@ -173,5 +175,6 @@ _PG_init(void)
 		register_service();
 	}
 
+	gi_kind_register(&gi_kind_ivf);
 	gpuivf_init();
 }

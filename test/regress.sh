@@ -9,7 +9,7 @@ top=$(dirname "$here")
 . "$here/lib.sh"
 
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
-dir=${1:-/tmp/gpuindex-regress}
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-regress}
 rm -rf "$dir"
 pg_scratch "$dir"
 # the server user may not be able to read the checkout (e.g. under /root)
@@ -27,7 +27,7 @@ tests=$(cd "$top/sql" && ls *.sql | sed 's/\.sql$//' | sort | tr '\n' ' ')
 regress=$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress
 as_pg "cd '$dir' && '$regress' --bindir='$PG_BIN' --temp-instance='$dir/instance' \
 	--temp-config='$dir/extra.conf' --inputdir='$dir' --outputdir='$dir' \
-	--port=${GPUINDEX_TEST_PORT:-54392} $tests"
+	--port=$((${GPUINDEX_TEST_PORT:-54392} + ${GPUINDEX_TEST_PORT_OFFSET:-0})) $tests"
 rc=$?
 if [ $rc != 0 ] && [ -f "$dir/regression.diffs" ]; then
 	echo "---- regression.diffs (first 200 lines) ----"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gi_backend.h"
+#include "gi_kind_ivf.h"
 #include "gi_cuda_test.h"
 
 struct gi_store
@@ -51,9 +52,24 @@ s_device_count(void)
 	return 1;
 }
 
-static const char *
-s_device_name(void)
+static gi_status
+s_device_open(int ordinal, gi_device **out)
 {
+	(void) ordinal;
+	*out = NULL;
+	return GI_OK;
+}
+
+static void
+s_device_close(gi_device *device)
+{
+	(void) device;
+}
+
+static const char *
+s_device_name(gi_device *device)
+{
+	(void) device;
 	return "synth stub (no device)";
 }
 
@@ -126,13 +142,23 @@ s_stats(gi_store *s, gi_store_stats *out)
 }
 
 static gi_status
-s_search(gi_store *s, const float *centroids, uint32_t dim, gi_metric metric,
-		 uint32_t nq, const float *queries, uint32_t probes, uint32_t k,
-		 gi_hit *hits, uint32_t *found)
+s_set_state(gi_store *s, const void *state, size_t bytes)
 {
-	(void) centroids;
-	(void) metric;
-	if (s->nlists > 1 && probes == s->nlists && !queries_done)
+	(void) s;
+	(void) state;
+	(void) bytes;
+	return GI_OK;
+}
+
+static gi_status
+s_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
+		 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const gi_ivf_search_params *p = params;
+	uint32_t	dim = p->dim;
+
+	(void) query_bytes;
+	if (s->nlists > 1 && p->probes == s->nlists && !queries_done)
 	{
 		printf("synth: queries %u fnv %016llx\n", nq,
 			   (unsigned long long) fnv(14695981039346656037ull, queries, (size_t) nq * dim * 4));
@@ -143,11 +169,14 @@ s_search(gi_store *s, const float *centroids, uint32_t dim, gi_metric metric,
 	return GI_OK;
 }
 
+static const gi_kind_ops ivf = {.set_state = s_set_state, .search = s_search};
+
 static const gi_backend_ops ops = {
 	.name = "stub", .last_error = s_last_error, .device_count = s_device_count,
+	.device_open = s_device_open, .device_close = s_device_close,
 	.device_name = s_device_name, .store_create = s_create, .store_destroy = s_destroy,
 	.store_insert = s_insert, .store_delete = s_delete, .store_stats = s_stats,
-	.ivf_search = s_search,
+	.kinds = {[GI_KIND_IVF] = &ivf},
 };
 
 const gi_backend_ops *gi_cuda_backend(void);

@@ -12,9 +12,10 @@
  *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
  *	 BENCH_PROFILE=B:P (build, then 3 searches of batch B, P probes: for ncu),
  *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop).
- *	 Works with an older module too (without the profile, copy-helper and
- *	 chunk hooks it runs one configuration and counts device bytes with the
- *	 old layout's formula), for before/after runs on the same machine.
+ *	 Works with a module without the profile, copy-helper and chunk hooks
+ *	 (it runs one configuration and counts device bytes with the old
+ *	 layout's formula), for before/after runs on the same machine; the
+ *	 module must implement this gi_backend.h (devices, kinds).
  *
  * Data: SIFT-like synthetic vectors, N(center, 0.25^2) around 4,096 random
  * centers in [-1, 1]^d; queries are fresh draws from the same mixture.
@@ -34,6 +35,7 @@
 #include <time.h>
 
 #include "gi_backend.h"
+#include "gi_kind_ivf.h"
 #include "gi_cuda_test.h"
 #include "synth.h"
 
@@ -92,23 +94,45 @@ row(const char *bench, const char *params, const char *metric, double value,
 	fflush(stdout);
 }
 
+/* an IVF store of unique keys with the given centroids (L2) */
 static gi_store *
-new_store(uint32_t nlists, uint32_t dim, bool unique)
+new_store(uint32_t nlists, uint32_t dim, const float *cent)
 {
 	gi_store_params p;
 	gi_store   *s = NULL;
+	gi_ivf_state *state;
+	size_t		bytes = gi_ivf_state_size(nlists, dim);
 	gi_status	st;
 
 	memset(&p, 0, sizeof(p));
 	p.nlists = nlists;
 	p.record_bytes = dim * 4;
-	p.unique_keys = unique;
+	p.key_mode = GI_KEYS_UNIQUE;
 	st = C->store_create(&p, &s);
 	if (st != GI_OK)
 		die("store_create", st);
+	state = calloc(1, bytes);
+	state->dim = dim;
+	state->metric = GI_METRIC_L2;
+	state->nlists = nlists;
+	memcpy(state + 1, cent, (size_t) nlists * dim * sizeof(float));
+	st = C->kinds[GI_KIND_IVF]->set_state(s, state, bytes);
+	free(state);
+	if (st != GI_OK)
+		die("set_state", st);
 	if (set_timing)
 		set_timing(s, true);
 	return s;
+}
+
+static gi_status
+ivf_search(gi_store *s, uint32_t dim, uint32_t nq, const float *qs, uint32_t probes,
+		   uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	gi_ivf_search_params p = {dim, probes};
+
+	return C->kinds[GI_KIND_IVF]->search(s, &p, nq, qs, (size_t) nq * dim * sizeof(float), k,
+										 hits, found);
 }
 
 /* where a store's mutations spent their time since the last reset */
@@ -159,13 +183,13 @@ static void
 assign_lists(const float *cent, uint32_t nlists, uint32_t dim, const float *x,
 			 uint32_t n, uint32_t *lists)
 {
-	gi_store   *s = new_store(1, dim, true);
+	float	   *c0 = calloc(dim, sizeof(float));
+	gi_store   *s = new_store(1, dim, c0);
 	uint32_t   *zero = calloc(nlists, sizeof(uint32_t));
 	uint64_t   *keys = malloc(nlists * sizeof(uint64_t));
 	uint32_t	chunk = 100000;
 	gi_hit	   *h = malloc(chunk * sizeof(gi_hit));
 	uint32_t   *f = malloc(chunk * sizeof(uint32_t));
-	float	   *c0 = calloc(dim, sizeof(float));
 	uint32_t	i;
 	gi_status	st;
 
@@ -179,7 +203,7 @@ assign_lists(const float *cent, uint32_t nlists, uint32_t dim, const float *x,
 		uint32_t	m = n - i < chunk ? n - i : chunk;
 		uint32_t	j;
 
-		st = C->ivf_search(s, c0, dim, GI_METRIC_L2, m, x + (size_t) i * dim, 1, 1, h, f);
+		st = ivf_search(s, dim, m, x + (size_t) i * dim, 1, 1, h, f);
 		if (st != GI_OK)
 			die("assign", st);
 		for (j = 0; j < m; j++)
@@ -283,7 +307,7 @@ main(int argc, char **argv)
 		if (csv)
 			fprintf(csv, "bench,params,metric,value,unit,floor,note\n");
 	}
-	printf("device: %s\nN %u, d %u, lists %u\n", C->device_name(), N, dim, nlists);
+	printf("device: %s\nN %u, d %u, lists %u\n", C->device_name(NULL), N, dim, nlists);
 	st = bandwidth((size_t) 512 << 20, &d2d, &h2d_pg, &h2d_pin);
 	if (st != GI_OK)
 		die("bandwidth", st);
@@ -328,7 +352,7 @@ main(int argc, char **argv)
 			/* twice: the first run of a process also pays first-touch costs */
 			for (rep = 0; rep < 2; rep++)
 			{
-				s = new_store(nlists, dim, true);
+				s = new_store(nlists, dim, cent);
 				reset_profile(s);
 				dev = 0;
 				t0 = now_ms();
@@ -400,7 +424,7 @@ main(int argc, char **argv)
 			t0 = now_ms();
 			/* ncu --nvtx --nvtx-include "search/" profiles these calls only */
 			nvtxRangePushA("search");
-			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs, P, 10, hits, found);
+			st = ivf_search(s, dim, B, qs, P, 10, hits, found);
 			nvtxRangePop();
 			if (st != GI_OK)
 				die("search", st);
@@ -412,7 +436,7 @@ main(int argc, char **argv)
 	/* ---- search: ground truth, recall and QPS (BENCH_SKIP_SEARCH=1 skips) ---- */
 	if (getenv("BENCH_SKIP_SEARCH") == NULL)
 	{
-		st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, nlists, 10, truth, found);
+		st = ivf_search(s, dim, NT, qs, nlists, 10, truth, found);
 		if (st != GI_OK)
 			die("ground truth", st);
 	}
@@ -429,7 +453,7 @@ main(int argc, char **argv)
 			uint32_t	P = probes_set[pi];
 			double		rec;
 
-			st = C->ivf_search(s, cent, dim, GI_METRIC_L2, NT, qs, P, 10, hits, found);
+			st = ivf_search(s, dim, NT, qs, P, 10, hits, found);
 			if (st != GI_OK)
 				die("search", st);
 			rec = recall_at(hits, truth, NT, 10);
@@ -444,13 +468,13 @@ main(int argc, char **argv)
 				double		floor_ms;
 
 				/* warm-up */
-				C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs, P, 10, hits, found);
+				ivf_search(s, dim, B, qs, P, 10, hits, found);
 				for (r = 0; r < reps; r++)
 				{
 					uint32_t	off = (uint32_t) (((uint64_t) r * B) % (NQ - B + 1));
 
 					t0 = now_ms();
-					st = C->ivf_search(s, cent, dim, GI_METRIC_L2, B, qs + (size_t) off * dim, P, 10,
+					st = ivf_search(s, dim, B, qs + (size_t) off * dim, P, 10,
 									   hits, found);
 					times[r] = now_ms() - t0;
 					if (st != GI_OK)
@@ -544,7 +568,7 @@ main(int argc, char **argv)
 			char		cfgs[64];
 
 			set_copy_threads(whelp[v]);
-			s = new_store(nlists, dim, true);
+			s = new_store(nlists, dim, cent);
 			if (set_chunk)
 				set_chunk(s, wchunk[v]);
 			st = C->store_insert(s, W, lists, keys, x, NULL);
@@ -554,7 +578,7 @@ main(int argc, char **argv)
 			C->store_insert(s, B, lists + W, keys + W, x + (size_t) W * dim, NULL);
 			C->store_delete(s, B, keys, NULL);
 			head = B;
-			C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
+			ivf_search(s, dim, 100, qs, 16, 10, hits, found);
 			reset_profile(s);
 			for (k = 0; k < steps; k++)
 			{
@@ -576,7 +600,7 @@ main(int argc, char **argv)
 				devd[k] = last_ms(s);
 				head = (head + B) % (N - B);
 				c = now_ms();
-				st = C->ivf_search(s, cent, dim, GI_METRIC_L2, 100, qs, 16, 10, hits, found);
+				st = ivf_search(s, dim, 100, qs, 16, 10, hits, found);
 				if (st != GI_OK)
 					die("window search", st);
 				d = now_ms();

@@ -10,6 +10,8 @@
 #   GI_RUN_DIFF=1   also run test/gpu/test_cuda_backend.run on NEW.so
 #   GI_RUN_4096=0   skip the 4,096-list run
 #   GI_OLD_SEARCH=1 run the old module's search sweep too
+#   GI_OLD_BENCH=PATH  the bench_store.run that OLD.so speaks to (built from
+#                   the old tree when OLD.so predates this gi_backend.h)
 #
 # Builds nothing: bench_store.run, plan_bench.run (make -C bench/store all
 # plan) and test_cuda_backend.run (make -C test/gpu) come prebuilt.
@@ -45,7 +47,7 @@ if [ -n "$old" ]; then
 	skip=(BENCH_SKIP_SEARCH=1)
 	[ -n "${GI_OLD_SEARCH:-}" ] && skip=()
 	echo "== bench_store, old module, 1,024 lists ${skip[*]}"
-	env "${skip[@]}" BENCH_N=1000000 timeout 300 "$here/bench_store.run" "$old" >"$out/bench_old_1024.txt" 2>&1 || status=1
+	env "${skip[@]}" BENCH_N=1000000 timeout 300 "${GI_OLD_BENCH:-$here/bench_store.run}" "$old" >"$out/bench_old_1024.txt" 2>&1 || status=1
 	grep -E "ingest|memory|delete|window" "$out/bench_old_1024.txt" | cut -c1-260
 fi
 

@@ -14,8 +14,9 @@
  *
  * Before timing it checks itself: the copy helpers against memcpy, and the
  * planning against the host store (src/backend/host/host_store.c, linked in)
- * over random inserts and deletes (duplicates, multi-posting keys,
- * unknown and repeated keys, 1-slab pool steps): statistics equal after
+ * over random inserts and deletes in each key mode (duplicates,
+ * multi-posting keys, repeated key and list pairs, unknown and repeated
+ * keys, 1-slab pool steps): statistics equal after
  * every operation, and the mirror's invariants and per-list contents
  * (keys) equal to the host's.  Exit status 1 on a difference.
  */
@@ -100,7 +101,7 @@ rnext(void)
 }
 
 static gi_store *
-mk(uint32_t nlists, uint32_t rb)
+mk(uint32_t nlists, uint32_t rb, uint32_t mode)
 {
 	gi_store   *s = new gi_store();
 	uint32_t	i;
@@ -108,7 +109,7 @@ mk(uint32_t nlists, uint32_t rb)
 	s->params.nlists = nlists;
 	s->params.record_bytes = rb;
 	s->params.chunk_slabs = 1024;
-	s->params.unique_keys = true;
+	s->params.key_mode = mode;
 	s->words = rb / 4;
 	s->slab_bytes = (size_t) GI_SLAB_RECORDS * (rb + 8);
 	s->list_head = (uint32_t *) malloc(nlists * sizeof(uint32_t));
@@ -117,8 +118,7 @@ mk(uint32_t nlists, uint32_t rb)
 	s->list_rows = (uint32_t *) calloc(nlists, sizeof(uint32_t));
 	s->list_dirty = (uint8_t *) calloc(nlists, 1);
 	s->dirty_lists = (uint32_t *) malloc(nlists * sizeof(uint32_t));
-	s->map_cap = 0;
-	gi_cu_map_resize(s, GI_CU_MAP_INITIAL);
+	gi_cu_maps_init(s);
 	return s;
 }
 
@@ -127,6 +127,7 @@ struct arena
 	unsigned char *pay;
 	gi_cu_plan *plan;
 	gi_cu_patch *patch;
+	uint64_t	npatch;			/* room in patch */
 	uint32_t	chunk;
 };
 
@@ -144,7 +145,8 @@ ins(gi_store *s, uint32_t n, const uint32_t *lists, const uint64_t *keys,
 	uint64_t	done = 0;
 	uint32_t	i;
 
-	(void) gi_cu_map_reserve(s, n);
+	(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys, n));
+	(void) gi_cu_pair_reserve(s, n);
 	for (i = 0; i < n; i += a->chunk)
 	{
 		uint32_t	end = n - i > a->chunk ? i + a->chunk : n;
@@ -176,6 +178,12 @@ del(gi_store *s, uint32_t n, const uint64_t *keys, arena *a)
 
 	if (gi_cu_plan_delete(s, n, keys, &done) != GI_OK)
 		abort();
+	/* a delete's patches are bounded by what it touched, as in the module */
+	if (gi_cu_patch_bound(s) > a->npatch)
+	{
+		a->npatch = gi_cu_patch_bound(s);
+		a->patch = (gi_cu_patch *) realloc(a->patch, a->npatch * sizeof(gi_cu_patch));
+	}
 	gi_cu_collect_patches_into(s, a->patch, &nfirst);
 }
 
@@ -336,7 +344,7 @@ check_limit(void)
 		lists[i] = (uint32_t) (rnext() % 10);
 		keys[i] = 1000 + i;
 	}
-	s = mk(10, 64);
+	s = mk(10, 64, GI_KEYS_UNIQUE);
 	s->params.chunk_slabs = 8;
 	(void) gi_cu_map_reserve(s, 1000);
 	if (gi_cu_plan_insert(s, lists.data(), keys.data(), 0, 1000, plan.data(), &np, &done) != GI_OK)
@@ -345,7 +353,7 @@ check_limit(void)
 	gi_cu_free_mirror(s);
 	delete s;
 
-	s = mk(10, 64);
+	s = mk(10, 64, GI_KEYS_UNIQUE);
 	s->params.chunk_slabs = 8;
 	s->params.memory_limit = limit;
 	done = 0;
@@ -363,7 +371,7 @@ check_limit(void)
 }
 
 static void
-check_planning(uint32_t nlists, uint32_t chunk_slabs, bool unique, uint32_t seed)
+check_planning(uint32_t nlists, uint32_t chunk_slabs, uint32_t mode, uint32_t seed)
 {
 	const gi_backend_ops *H = gi_host_backend();
 	gi_store_params par;
@@ -382,11 +390,10 @@ check_planning(uint32_t nlists, uint32_t chunk_slabs, bool unique, uint32_t seed
 	par.nlists = nlists;
 	par.record_bytes = 16;
 	par.chunk_slabs = chunk_slabs;
-	par.unique_keys = unique;
+	par.key_mode = mode;
 	H->store_create(&par, &h);
-	s = mk(nlists, 16);
+	s = mk(nlists, 16, mode);
 	s->params.chunk_slabs = chunk_slabs;
-	s->params.unique_keys = unique;
 	for (op = 0; op < 300 && failures == 0; op++)
 	{
 		uint32_t	n = 1 + (uint32_t) (rnext() % (rnext() % 4 == 0 ? 3000 : 200));
@@ -410,7 +417,8 @@ check_planning(uint32_t nlists, uint32_t chunk_slabs, bool unique, uint32_t seed
 			uint32_t	step = 1 + (uint32_t) (rnext() % 700);
 
 			H->store_insert(h, n, lists.data(), keys.data(), pay.data(), &dh);
-			(void) gi_cu_map_reserve(s, n);
+			(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys.data(), n));
+			(void) gi_cu_pair_reserve(s, n);
 			plan.resize(n);
 			patch.resize(8 * (size_t) n + 16);
 			/* in pipeline chunks, patches collected after each */
@@ -471,7 +479,8 @@ main(int argc, char **argv)
 	a.chunk = 8192;
 	a.pay = (unsigned char *) malloc((size_t) a.chunk * rb);
 	a.plan = (gi_cu_plan *) malloc(a.chunk * sizeof(gi_cu_plan));
-	a.patch = (gi_cu_patch *) malloc((8 * (size_t) a.chunk + 16) * sizeof(gi_cu_patch));
+	a.npatch = 8 * (size_t) a.chunk + 16;
+	a.patch = (gi_cu_patch *) malloc(a.npatch * sizeof(gi_cu_patch));
 	memset(a.pay, 1, (size_t) a.chunk * rb);
 	for (i = 0; i < N; i++)
 	{
@@ -482,10 +491,12 @@ main(int argc, char **argv)
 		((uint64_t *) pay)[i] = rnext();
 	check_copier();
 	check_limit();
-	check_planning(16, 1, true, 1);
-	check_planning(7, 3, false, 2);
-	check_planning(300, 1024, true, 3);
-	check_planning(1, 16, false, 4);
+	check_planning(16, 1, GI_KEYS_UNIQUE, 1);
+	check_planning(7, 3, GI_KEYS_ANY, 2);
+	check_planning(300, 1024, GI_KEYS_UNIQUE, 3);
+	check_planning(1, 16, GI_KEYS_ANY, 4);
+	check_planning(7, 3, GI_KEYS_PER_LIST, 5);
+	check_planning(64, 2, GI_KEYS_PER_LIST, 6);
 	if (failures)
 	{
 		printf("self-check FAILED\n");
@@ -496,7 +507,7 @@ main(int argc, char **argv)
 
 	for (rep = 0; rep < (getenv("PLAN_ONLY_WINDOW") ? 0 : 3); rep++)
 	{
-		s = mk(L, rb);
+		s = mk(L, rb, GI_KEYS_UNIQUE);
 		t_plan = t_copy = t_patch = 0;
 		t0 = now_ms();
 		for (i = 0; i < N; i += B)
@@ -524,7 +535,7 @@ main(int argc, char **argv)
 		double		td = 0;
 		int			k;
 
-		s = mk(L, rb);
+		s = mk(L, rb, GI_KEYS_UNIQUE);
 		ins(s, W, lists, keys, pay, &a);
 		int			steps = getenv("PLAN_ONLY_WINDOW") ? 1000 : 50;
 
@@ -542,6 +553,37 @@ main(int argc, char **argv)
 		}
 		printf("window W %u B %u: insert %.3f ms, delete %.3f ms per step (mean of %d); pool %u slabs\n",
 			   W, WB, ti / steps, td / steps, steps, s->nslabs);
+	}
+	/* posting lists: rows of 100 weights in distinct lists of 30,000 */
+	if (!getenv("PLAN_ONLY_WINDOW"))
+	{
+		const uint32_t PL = 30000;
+		const uint32_t T = 100;
+		uint32_t	rows = N / T;
+
+		for (i = 0; i < rows * T; i++)
+		{
+			uint32_t	row = i / T;
+
+			lists[i] = (uint32_t) ((row * 7919u + (i % T) * 104729u) % PL);
+			keys[i] = ((uint64_t) (row / 100) << 16) | (row % 100 + 1);
+		}
+		s = mk(PL, 4, GI_KEYS_PER_LIST);
+		t0 = now_ms();
+		for (i = 0; i < rows * T; i += B)
+			ins(s, rows * T - i < B ? rows * T - i : B, lists + i, keys + i, pay + (size_t) i * 4, &a);
+		t1 = now_ms();
+		printf("postings ingest %u records (%u rows of %u): %.1f ms = %.1f ns/rec; pair map %llu entries\n",
+			   rows * T, rows, T, t1 - t0, (t1 - t0) * 1e6 / (rows * T),
+			   (unsigned long long) s->pair_cap);
+		for (i = 0; i < 1000 && i < rows; i++)
+			dk[i] = keys[(size_t) (rnext() % rows) * T];
+		t0 = now_ms();
+		del(s, i, dk, &a);
+		t1 = now_ms();
+		printf("postings delete %u rows (%u records each): %.3f ms\n", i, T, t1 - t0);
+		gi_cu_free_mirror(s);
+		delete s;
 	}
 	return 0;
 }

@@ -9,19 +9,23 @@
  * without a driver.  cudart is linked statically; cuBLAS is found through
  * the rpath set at link time.
  *
- * The store lives in cuda_store.cu (life cycle), cuda_insert.cu,
- * cuda_delete.cu, cuda_quantizer.cu and cuda_search.cu; this file holds
- * the ops table, the per-thread error message and the device probe.
+ * The devices are in cuda_device.cu, the store in cuda_store.cu (life
+ * cycle), cuda_insert.cu and cuda_delete.cu, the kinds in cuda/<kind>/,
+ * k-means in cuda/kmeans/; this file holds the ops table and the
+ * per-thread error message.
  */
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <cuda_runtime.h>
 
 #include "cuda_store.h"
 #include "cuda_util.cuh"
 
+/* the kinds, one entry each (cuda/<kind>/) */
+extern const gi_kind_ops gi_cu_ivf_kind;
+
 static thread_local char gi_cuda_errbuf[512];
-static char gi_cuda_devname[640];
 
 void
 gi_cu_set_error(const char *fmt,...)
@@ -55,57 +59,35 @@ gi_cuda_last_error(void)
 	return gi_cuda_errbuf;
 }
 
-static int
-gi_cuda_device_count(void)
+static gi_backend_ops
+gi_cuda_make_ops(void)
 {
-	int			n = 0;
-	cudaError_t err = cudaGetDeviceCount(&n);
+	gi_backend_ops o;
 
-	if (err != cudaSuccess)
-	{
-		snprintf(gi_cuda_errbuf, sizeof(gi_cuda_errbuf),
-				 "cudaGetDeviceCount: %s", cudaGetErrorString(err));
-		return 0;
-	}
-	return n;
+	memset(&o, 0, sizeof(o));
+	o.name = "cuda";
+	o.last_error = gi_cuda_last_error;
+	o.device_count = gi_cu_device_count;
+	o.device_open = gi_cu_device_open;
+	o.device_close = gi_cu_device_close;
+	o.device_name = gi_cu_device_name;
+	o.store_create = gi_cu_store_create;
+	o.store_destroy = gi_cu_store_destroy;
+	o.store_insert = gi_cu_store_insert;
+	o.store_delete = gi_cu_store_delete;
+	o.store_stats = gi_cu_store_stats;
+	o.store_set_limit = gi_cu_store_set_limit;
+	o.kinds[GI_KIND_IVF] = &gi_cu_ivf_kind;
+	o.kmeans_train = gi_cu_kmeans_train;
+	o.kmeans_assign = gi_cu_kmeans_assign;
+	o.kmeans_release = gi_cu_kmeans_release;
+	return o;
 }
-
-static const char *
-gi_cuda_device_name(void)
-{
-	cudaDeviceProp prop;
-
-	if (gi_cuda_devname[0] == '\0')
-	{
-		if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-			snprintf(gi_cuda_devname, sizeof(gi_cuda_devname), "%s (sm_%d%d, %.0f GiB)",
-					 prop.name, prop.major, prop.minor,
-					 prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
-		else
-			snprintf(gi_cuda_devname, sizeof(gi_cuda_devname), "unknown CUDA device");
-	}
-	return gi_cuda_devname;
-}
-
-static const gi_backend_ops gi_cuda_ops = {
-	"cuda",
-	gi_cuda_last_error,
-	gi_cuda_device_count,
-	gi_cuda_device_name,
-	gi_cu_store_create,
-	gi_cu_store_destroy,
-	gi_cu_store_insert,
-	gi_cu_store_delete,
-	gi_cu_store_stats,
-	gi_cu_ivf_search,
-	gi_cu_store_set_limit,
-	gi_cu_kmeans_train,
-	gi_cu_kmeans_assign,
-	gi_cu_kmeans_release,
-};
 
 extern "C" const gi_backend_ops *
 gi_cuda_backend(void)
 {
-	return &gi_cuda_ops;
+	static const gi_backend_ops ops = gi_cuda_make_ops();
+
+	return &ops;
 }

@@ -213,6 +213,40 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	GI_CK(chained == s->rows, "key chains reach %llu rows of %llu",
 		  (unsigned long long) chained, (unsigned long long) s->rows);
 
+	/* pair map: exactly the live rows' (key, list) pairs, each findable */
+	if (s->params.key_mode == GI_KEYS_PER_LIST)
+	{
+		uint64_t	pairs_used = 0;
+
+		GI_CK(s->pair_cap >= GI_CU_MAP_INITIAL && (s->pair_cap & (s->pair_cap - 1)) == 0,
+			  "pair map capacity %llu", (unsigned long long) s->pair_cap);
+		for (i = 0; i < s->pair_cap; i++)
+		{
+			const gi_cu_pairent *e = &s->pairs[i];
+			uint32_t	row;
+
+			if (e->row1 == 0)
+				continue;
+			pairs_used++;
+			row = e->row1 - 1;
+			GI_CK(row < s->row_hwm && row_seen[row] == 3 && row_key[row] == e->key,
+				  "pair (%llu, %u) names row %u, not a live row of the key",
+				  (unsigned long long) e->key, e->list, row);
+			GI_CK(s->slabs[GI_CU_LOC_SLAB(s->att[row])].list == e->list,
+				  "pair (%llu, %u): row %u lives in list %u", (unsigned long long) e->key,
+				  e->list, row, s->slabs[GI_CU_LOC_SLAB(s->att[row])].list);
+			GI_CK(gi_cu_pair_find(s, gi_cu_pair_hash(e->key, e->list), e->key, e->list) == i,
+				  "pair (%llu, %u) at slot %llu is not found there (or twice)",
+				  (unsigned long long) e->key, e->list, (unsigned long long) i);
+		}
+		GI_CK(pairs_used == s->pair_count && pairs_used == s->rows,
+			  "pair map holds %llu pairs, count says %llu, %llu rows live",
+			  (unsigned long long) pairs_used, (unsigned long long) s->pair_count,
+			  (unsigned long long) s->rows);
+	}
+	else
+		GI_CK(s->pair_cap == 0 && s->pairs == NULL, "a pair map without GI_KEYS_PER_LIST");
+
 	/* per-slot keys on the device: the key of the row living there */
 	for (i = 0; i < s->slab_hwm; i++)
 	{
@@ -253,6 +287,12 @@ gi_cuda_store_check(gi_store *s, char *err, size_t errlen)
 			snprintf(err, errlen, "no store");
 		return false;
 	}
+	if (gi_cu_enter(s->dev) != GI_OK)
+	{
+		if (err && errlen)
+			snprintf(err, errlen, "check: the store's device cannot be made current");
+		return false;
+	}
 	try
 	{
 		return gi_cu_check_impl(s, err, errlen);
@@ -287,6 +327,12 @@ gi_cuda_store_dump(gi_store *s, uint32_t list, uint64_t **keys_out,
 	}
 	W = s->words;
 	block.resize(s->slab_bytes / 4);
+	{
+		gi_status	st = gi_cu_enter(s->dev);
+
+		if (st != GI_OK)
+			return st;
+	}
 	GI_CU_TRY(cudaDeviceSynchronize());
 	GI_CU_TRY(cudaMemcpy(&head, s->d_lists + 2 * (size_t) list, sizeof(uint32_t),
 						 cudaMemcpyDeviceToHost));
@@ -352,6 +398,12 @@ gi_cuda_store_set_concurrent(gi_store *s, bool on)
 		return GI_OK;
 	}
 	s->concurrent = false;
+	{
+		gi_status	st = gi_cu_enter(s->dev);
+
+		if (st != GI_OK)
+			return st;
+	}
 	return gi_cu_quiesce(s);
 }
 
@@ -365,6 +417,10 @@ gi_cuda_store_set_timing(gi_store *s, bool on)
 	}
 	if (on && s->ev0 == NULL)
 	{
+		gi_status	st = gi_cu_enter(s->dev);
+
+		if (st != GI_OK)
+			return st;
 		GI_CU_TRY(cudaEventCreate(&s->ev0));
 		GI_CU_TRY(cudaEventCreate(&s->ev1));
 	}
@@ -397,10 +453,17 @@ gi_cuda_bandwidth(size_t bytes, double *d2d, double *h2d_pageable, double *h2d_p
 	cudaEvent_t e0 = NULL;
 	cudaEvent_t e1 = NULL;
 	double		t[3][7];
+	gi_device  *dev;
 	gi_status	st = GI_OK;
 	int			kind;
 	int			i;
 
+	/* the default device */
+	st = gi_cu_device_resolve(NULL, &dev);
+	if (st == GI_OK)
+		st = gi_cu_enter(dev);
+	if (st != GI_OK)
+		return st;
 	if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
 		cudaMallocHost(&hp, bytes) != cudaSuccess || (hu = malloc(bytes)) == NULL ||
 		cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)

@@ -147,7 +147,7 @@ gi_cu_insert_ship(gi_store *s, int b, uint32_t nsrc, size_t poff, size_t room)
 	if (s->nplan > 0)
 	{
 		uint32_t	blocks = gi_cu_div_up(s->nplan, 8);
-		uint32_t	most = (uint32_t) gi_cu_sm_count() * 16;
+		uint32_t	most = (uint32_t) s->dev->sms * 16;
 
 		gi_k_insert<<<blocks < most ? blocks : most, 256, 0, s->ms>>>(
 			(const gi_cu_plan *) (da + poff), s->nplan, (const uint32_t *) da,
@@ -241,7 +241,8 @@ gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 		}
 	}
 	/* one rehash for the whole batch, when it fits under the limit */
-	(void) gi_cu_map_reserve(s, n);
+	(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys, n));
+	(void) gi_cu_pair_reserve(s, n);
 
 	for (i = 0, b = 0; i < n; i = end, b ^= 1)
 	{

@@ -10,7 +10,8 @@
  * cuda_keymap.cu with a stub for it and times the planning on any machine.
  *
  * Planning follows the host store record by record (gi_host_insert_one):
- * unique-key skip, key map growth, the list's head slab's first free slot,
+ * the key mode's skip (a present key; a present key and list pair), key
+ * map growth, the list's head slab's first free slot,
  * else a slab from the free stack, else the never-used tail of the pool,
  * else pool growth.  Anything that can fail happens before the record
  * touches a structure, so an error (memory limit, allocation) leaves the
@@ -48,7 +49,8 @@
  * entries: the device side (list heads and counts; per slab the header,
  * the free-stack entry and the data block with its keys; per slot the
  * 32-bit ATT entry) plus the host side (mirror headers, dirty marks,
- * stacks, per-row ATT mirror, key chains and free rows, the key map).
+ * stacks, per-row ATT mirror, key chains and free rows, the key map, the
+ * pair map as it is now).
  * The single formula behind both the statistics and the memory limit, so
  * they can never disagree.  Search scratch and the upload arenas are
  * transient and not counted.  gi_cu_device_bytes() (cuda_store.cu) counts
@@ -67,7 +69,8 @@ gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * per_list
 		+ nslabs * (dev_slab + host_slab)
-		+ map_cap * sizeof(gi_cu_mapent);
+		+ map_cap * sizeof(gi_cu_mapent)
+		+ s->pair_cap * sizeof(gi_cu_pairent);
 }
 
 gi_status
@@ -345,7 +348,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 				  uint32_t from, uint32_t to, gi_cu_plan *plan, uint32_t *nplan,
 				  uint64_t *done)
 {
-	const bool	unique = s->params.unique_keys;
+	const uint32_t mode = s->params.key_mode;
 	uint32_t	np = *nplan;
 	uint64_t	ndone = 0;
 	gi_status	st = GI_OK;
@@ -365,6 +368,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 		uint64_t	hash = hring[r % GI_CU_PREFETCH];
 		uint64_t	mask;
 		uint64_t	mi;
+		uint64_t	phash = 0;
 		bool		found = false;
 		uint32_t	head;
 		uint32_t	slot;
@@ -394,10 +398,23 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			}
 			mi = (mi + 1) & mask;
 		}
-		if (found && unique)
+		/* the key mode's skips; a pair repeated in this call is present by now */
+		if (found && mode == GI_KEYS_UNIQUE)
 			continue;
+		if (mode == GI_KEYS_PER_LIST)
+		{
+			phash = gi_cu_pair_hash(key, list);
+			if (found && gi_cu_pair_find(s, phash, key, list) != GI_CU_MAP_NONE)
+				continue;
+		}
 
 		/* first everything that can fail, before any structure changes */
+		if (mode == GI_KEYS_PER_LIST && !gi_cu_pair_has_room(s))
+		{
+			st = gi_cu_pair_resize(s, s->pair_cap * 2);
+			if (st != GI_OK)
+				break;
+		}
 		if (!found && !gi_cu_map_has_room(s))
 		{
 			st = gi_cu_map_resize(s, s->map_cap * 2);
@@ -444,6 +461,8 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			s->row_next[row] = m[mi].row1 - 1;
 			m[mi].row1 = row + 1;
 		}
+		if (mode == GI_KEYS_PER_LIST)
+			gi_cu_pair_put(s, phash, key, list, row);
 
 		plan[np].key = key;
 		plan[np].src = r - from;
@@ -642,6 +661,8 @@ gi_cu_plan_delete(gi_store *s, uint32_t n, const uint64_t *keys, uint64_t *done)
 		{
 			uint32_t	next = s->row_next[row];
 
+			if (s->pair_cap)
+				gi_cu_pair_remove(s, key, s->slabs[GI_CU_LOC_SLAB(s->att[row])].list);
 			gi_cu_remove_row(s, row, &out[s->nrows_del++]);
 			ndone++;
 			row = next;

@@ -40,26 +40,6 @@ gi_cu_device_bytes(const gi_store *s)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-int
-gi_cu_sm_count(void)
-{
-	static int	sms = 0;
-
-	if (sms == 0)
-	{
-		int			dev = 0;
-		int			v = 0;
-
-		if (cudaGetDevice(&dev) == cudaSuccess &&
-			cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-			v > 0)
-			sms = v;
-		else
-			return 132;
-	}
-	return sms;
-}
-
 gi_status
 gi_cu_buf_reserve(gi_cu_buf *b, size_t bytes)
 {
@@ -142,6 +122,27 @@ gi_cu_pinned_free(gi_cu_pinned *b)
 		cudaFreeHost(b->p);
 	b->p = NULL;
 	b->cap = 0;
+}
+
+gi_status
+gi_cu_store_enter(gi_store *s)
+{
+	gi_status	st = gi_cu_enter(s->dev);
+
+	if (st != GI_OK)
+		return st;
+	return gi_cu_check_usable(s);
+}
+
+void
+gi_cu_set_kstate(gi_store *s, uint32_t kind, void *kstate,
+				 void (*free_fn) (gi_store *s, void *kstate))
+{
+	if (s->kstate && s->kstate_free)
+		s->kstate_free(s, s->kstate);
+	s->kind = kstate ? kind : GI_KIND_NONE;
+	s->kstate = kstate;
+	s->kstate_free = kstate ? free_fn : NULL;
 }
 
 gi_status
@@ -290,16 +291,16 @@ gi_cu_quiesce(gi_store *s)
 }
 
 /*
- * Before an insert or delete: the store must be usable, and outside a
- * concurrent phase no search can overlap, so what earlier deletes held
- * back is released now.
+ * Before an insert or delete: the store's device is made current, the
+ * store must be usable, and outside a concurrent phase no search can
+ * overlap, so what earlier deletes held back is released now.
  */
 gi_status
 gi_cu_mutation_begin(gi_store *s)
 {
 	gi_status	st;
 
-	st = gi_cu_check_usable(s);
+	st = gi_cu_store_enter(s);
 	if (st != GI_OK)
 		return st;
 	if (!s->concurrent)
@@ -533,6 +534,9 @@ gi_cu_store_destroy(gi_store *s)
 
 	if (s == NULL)
 		return;
+	/* the store's device, also when it is broken: its memory goes back */
+	if (s->dev)
+		(void) gi_cu_enter(s->dev);
 	if (s->ms)
 		cudaStreamSynchronize(s->ms);
 	if (s->ss)
@@ -554,27 +558,8 @@ gi_cu_store_destroy(gi_store *s)
 		cudaEventDestroy(s->ev_grow);
 	if (s->d_flags)
 		cudaFree(s->d_flags);
-	if (s->d_cent)
-		cudaFree(s->d_cent);
-	if (s->d_centd)
-		cudaFree(s->d_centd);
-	if (s->d_cnorm)
-		cudaFree(s->d_cnorm);
-	{
-		gi_cu_buf  *bufs[] = {
-			&s->m_patch,
-			&s->s_q, &s->s_qd, &s->s_qn, &s->s_qnd, &s->s_gemm, &s->s_cand,
-			&s->s_rkey, &s->s_probe, &s->s_hits, &s->s_found, &s->s_cd,
-			&s->s_ck, &s->s_cn, &s->s_cnt, &s->s_beg, &s->s_cur, &s->s_gd0,
-			&s->s_gk0, &s->s_gd1, &s->s_gk1, &s->s_tmp, &s->s_okey, &s->s_okey2,
-			&s->s_oval, &s->s_order, &s->s_seg, &s->s_tflag, &s->s_tile
-		};
-
-		for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-			gi_cu_buf_free(bufs[i]);
-	}
-	gi_cu_pinned_free(&s->p_q);
-	gi_cu_pinned_free(&s->p_res);
+	gi_cu_set_kstate(s, GI_KIND_NONE, NULL, NULL);
+	gi_cu_buf_free(&s->m_patch);
 	for (i = 0; i < 2; i++)
 	{
 		gi_cu_pinned_free(&s->p_up[i]);
@@ -592,9 +577,6 @@ gi_cu_store_destroy(gi_store *s)
 		cudaStreamDestroy(s->ms);
 	if (s->ss)
 		cudaStreamDestroy(s->ss);
-	free(s->h_cnt.p);
-	free(s->h_beg.p);
-	free(s->h_cent);
 	gi_cu_free_mirror(s);
 	free(s->chunks);
 	delete s;
@@ -604,6 +586,7 @@ gi_status
 gi_cu_store_create(const gi_store_params *params, gi_store **out)
 {
 	gi_store   *s;
+	gi_device  *dev;
 	uint32_t   *init = NULL;
 	uint64_t	need;
 	gi_status	st;
@@ -637,6 +620,16 @@ gi_cu_store_create(const gi_store_params *params, gi_store **out)
 						params->record_bytes, GI_CU_MAX_RECORD_BYTES);
 		return GI_ERR_INVALID;
 	}
+	if (params->key_mode > GI_KEYS_PER_LIST)
+	{
+		gi_cu_set_error("unknown key mode %u", params->key_mode);
+		return GI_ERR_INVALID;
+	}
+	st = gi_cu_device_resolve(params->device, &dev);
+	if (st == GI_OK)
+		st = gi_cu_enter(dev);
+	if (st != GI_OK)
+		return st;
 
 	/* value-initialised: every pointer NULL, every counter 0 */
 	s = new(std::nothrow) gi_store();
@@ -646,6 +639,8 @@ gi_cu_store_create(const gi_store_params *params, gi_store **out)
 		return GI_ERR_NOMEM;
 	}
 	s->params = *params;
+	s->params.device = dev;
+	s->dev = dev;
 	if (s->params.chunk_slabs == 0)
 		s->params.chunk_slabs = GI_CU_DEFAULT_CHUNK_SLABS;
 	s->words = params->record_bytes / 4;
@@ -702,8 +697,7 @@ gi_cu_store_create(const gi_store_params *params, gi_store **out)
 	GI_CREATE_TRY(cudaStreamSynchronize(s->ms));
 #undef GI_CREATE_TRY
 
-	s->map_cap = 0;
-	st = gi_cu_map_resize(s, GI_CU_MAP_INITIAL);
+	st = gi_cu_maps_init(s);
 	if (st != GI_OK)
 		goto fail;
 
@@ -741,6 +735,7 @@ gi_cu_store_stats(gi_store *s, gi_store_stats *out)
 	return GI_OK;
 }
 
+/* no device call: stats and limit come from the host side */
 void
 gi_cu_store_set_limit(gi_store *s, uint64_t limit)
 {

@@ -1,36 +1,10 @@
 /*
  * cuda_store.h
- *		The CUDA store: what lives on the device, what the host side of the
- *		backend keeps, and the internal entry points of the cuda/ files.
- *
- * Division of labour (cuda/README.md, "What lives where"):
- *
- *	- The device holds everything a search reads and everything SIVF puts
- *	  on the device: list heads and row counts, the slab headers (next,
- *	  prev, list, count, validity bitmap, and a pointer to the slab's data
- *	  block), the slab data blocks (word-interleaved payload, then the 32
- *	  keys), the ATT (row -> slab * 32 + slot, 32 bits) and the free-slab
- *	  stack.  Kernels publish inserts with payload, fence, then the
- *	  validity bit; deletes find a row through the device ATT and clear
- *	  its bit atomically.
- *
- *	- The host side keeps the key -> rows map (the brief allows it: the
- *	  service calls a store from one thread) and a mirror of the slab
- *	  metadata (headers without payload, ATT, free stacks).  Each batch is
- *	  planned on the host in O(1) per record with exactly the host
- *	  store's rules (head slab's first free slot, else a free slab, else
- *	  growth by a chunk), then applied on the device by a few kernels.
- *	  Planning on the host makes the slab accounting deterministic and
- *	  identical to the reference, so statistics and memory-limit errors
- *	  agree with the host backend exactly, and a batch that hits the limit
- *	  is cut at the same record.  The planning code (cuda_plan.cu,
- *	  cuda_keymap.cu) makes no CUDA call, so bench/store/plan_bench times
- *	  it on any machine.
- *
- * Slab data blocks come from chunks: one cudaMalloc per pool growth, never
- * moved, so the payload is never copied when the pool grows.  Per-slab
- * and per-row metadata (headers, ATT, free stack) are small and are
- * reallocated (device-to-device copy) on growth.
+ *		The CUDA store, the same for every kind: what lives on its device
+ *		(list heads, slab headers and data blocks, ATT, free stack), the
+ *		host side (key map, pair map, mirror of the slab metadata, upload
+ *		arenas), the kind's state hook, and the internal entry points of
+ *		cuda/common.  Why it is split so: cuda/README.md, "What lives where".
  */
 #ifndef GI_CUDA_STORE_H
 #define GI_CUDA_STORE_H
@@ -43,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "gi_backend.h"
+#include "cuda_device.h"
 
 /* device slab header: one 32-byte sector holds all a reader needs */
 struct gi_dslab
@@ -98,6 +73,14 @@ struct gi_cu_mapent
 	uint64_t	key;
 	uint32_t	row1;
 	uint32_t	pad;
+};
+
+/* one pair map entry (GI_KEYS_PER_LIST): row1 = the pair's row + 1, 0 = empty */
+struct gi_cu_pairent
+{
+	uint64_t	key;
+	uint32_t	list;
+	uint32_t	row1;
 };
 
 /*
@@ -240,47 +223,22 @@ struct gi_store
 	uint32_t	npatch;
 	uint32_t	nrows_del;
 
-	/* centroid cache (searches) */
-	float	   *h_cent;			/* host copy to detect a change */
-	uint32_t	cent_dim;
-	bool		cent_valid;
-	float	   *d_cent;			/* [nlists*dim] */
-	double	   *d_centd;		/* [nlists*dim] as doubles, for the DGEMM */
-	double	   *d_cnorm;		/* [nlists] |c|^2 summed like the host does */
+	gi_device  *dev;			/* where it lives (params.device resolved) */
 
-	/* search scratch */
-	gi_cu_buf	s_q;			/* queries (float) */
-	gi_cu_buf	s_qd;			/* queries (double) */
-	gi_cu_buf	s_qn;			/* |q|^2 float */
-	gi_cu_buf	s_qnd;			/* |q|^2 double, host order */
-	gi_cu_buf	s_gemm;			/* nlists x qc doubles -> ordered keys */
-	gi_cu_buf	s_cand;			/* qc x P' candidate lists */
-	gi_cu_buf	s_rkey;			/* qc x P' refined keys */
-	gi_cu_buf	s_probe;		/* qc x P probed lists */
-	gi_cu_buf	s_hits;			/* qc x k gi_hit */
-	gi_cu_buf	s_found;		/* qc */
-	gi_cu_buf	s_cd;			/* partial results: distances */
-	gi_cu_buf	s_ck;			/* partial results: keys */
-	gi_cu_buf	s_cn;			/* partial results: counts */
-	gi_cu_buf	s_cnt;			/* general path: candidates per query */
-	gi_cu_buf	s_beg;
-	gi_cu_buf	s_cur;
-	gi_cu_buf	s_gd0;
-	gi_cu_buf	s_gk0;
-	gi_cu_buf	s_gd1;
-	gi_cu_buf	s_gk1;
-	gi_cu_buf	s_tmp;			/* CUB temporary storage */
-	gi_cu_buf	s_okey;			/* list-ordered units: keys, sorted keys, */
-	gi_cu_buf	s_okey2;		/* unit ids, and the order */
-	gi_cu_buf	s_oval;
-	gi_cu_buf	s_order;
-	gi_cu_buf	s_seg;			/* multi-query tiles: first unit of each list, */
-	gi_cu_buf	s_tflag;		/* tile-start flags, tile starts and count */
-	gi_cu_buf	s_tile;
-	gi_cu_hbuf	h_cnt;
-	gi_cu_hbuf	h_beg;
-	gi_cu_pinned p_q;			/* queries on their way up */
-	gi_cu_pinned p_res;			/* hits, found, flags on their way down */
+	/* (key, list) -> row, kept with GI_KEYS_PER_LIST only (else cap 0) */
+	uint64_t	pair_cap;
+	uint64_t	pair_count;
+	gi_cu_pairent *pairs;
+	size_t		pair_bytes;		/* mapping size (huge-page backed) */
+
+	/*
+	 * What the store's kind keeps (its set_state, its search scratch):
+	 * owned by the kind's files (cuda/<kind>/), freed by kstate_free when
+	 * replaced or when the store is destroyed.
+	 */
+	uint32_t	kind;			/* gi_kind of kstate; GI_KIND_NONE without */
+	void	   *kstate;
+	void		(*kstate_free) (gi_store *s, void *kstate);
 };
 
 /* ---- cuda_store.cu (device side of the life cycle) ---- */
@@ -304,7 +262,6 @@ extern gi_status gi_cu_quiesce(gi_store *s);
 extern gi_status gi_cu_mutation_begin(gi_store *s);
 extern gi_status gi_cu_read_flags(gi_store *s, cudaStream_t st, uint32_t idx,
 								  uint32_t *flags);
-extern int	gi_cu_sm_count(void);
 extern void gi_cu_time_begin(gi_store *s);
 extern void gi_cu_time_end(gi_store *s);
 
@@ -407,7 +364,47 @@ extern void gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t 
 extern void gi_cu_map_remove(gi_store *s, uint64_t i);
 extern gi_status gi_cu_map_resize(gi_store *s, uint64_t newcap);
 extern gi_status gi_cu_map_reserve(gi_store *s, uint64_t keys);
+extern uint64_t gi_cu_batch_keys(const gi_store *s, const uint64_t *keys, uint32_t n);
 extern void gi_cu_map_free(gi_store *s);
+/* the key map, and the pair map with GI_KEYS_PER_LIST, at their first size */
+extern gi_status gi_cu_maps_init(gi_store *s);
+
+/* ---- cuda_keymap.cu: (key, list) -> row (host side, GI_KEYS_PER_LIST) ---- */
+
+static inline uint64_t
+gi_cu_pair_hash(uint64_t key, uint32_t list)
+{
+	return gi_cu_hash(key ^ ((uint64_t) list * UINT64_C(0x9e3779b97f4a7c15)));
+}
+
+/* the pair's slot, or GI_CU_MAP_NONE */
+static inline uint64_t
+gi_cu_pair_find(const gi_store *s, uint64_t hash, uint64_t key, uint32_t list)
+{
+	uint64_t	mask = s->pair_cap - 1;
+	uint64_t	i = hash & mask;
+	const gi_cu_pairent *m = s->pairs;
+
+	while (m[i].row1 != 0)
+	{
+		if (m[i].key == key && m[i].list == list)
+			return i;
+		i = (i + 1) & mask;
+	}
+	return GI_CU_MAP_NONE;
+}
+
+static inline bool
+gi_cu_pair_has_room(const gi_store *s)
+{
+	return (s->pair_count + 1) * 3 <= s->pair_cap * 2;
+}
+
+extern void gi_cu_pair_put(gi_store *s, uint64_t hash, uint64_t key, uint32_t list,
+						   uint32_t row);
+extern void gi_cu_pair_remove(gi_store *s, uint64_t key, uint32_t list);
+extern gi_status gi_cu_pair_resize(gi_store *s, uint64_t newcap);
+extern gi_status gi_cu_pair_reserve(gi_store *s, uint64_t pairs);
 
 /* ---- cuda_insert.cu / cuda_delete.cu ---- */
 extern gi_status gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
@@ -416,28 +413,22 @@ extern gi_status gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lis
 extern gi_status gi_cu_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 									uint64_t *ndeleted);
 
-/* ---- cuda_search.cu ---- */
-extern gi_status gi_cu_ivf_search(gi_store *s, const float *centroids, uint32_t dim,
-								  gi_metric metric, uint32_t nq, const float *queries,
-								  uint32_t probes, uint32_t k, gi_hit *hits,
-								  uint32_t *found);
+/* ---- the kind's state hung off a store ---- */
 
-/* ---- cuda_quantizer.cu: choose the probed lists of a chunk of queries ---- */
-extern gi_status gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc,
-							  uint32_t probes, const uint32_t **probe_lists);
-extern gi_status gi_cu_centroids(gi_store *s, const float *centroids, uint32_t dim);
+/*
+ * The state of kind `kind` (NULL when the store has none or another
+ * kind's); gi_cu_set_kstate frees the previous one and installs a new one.
+ */
+static inline void *
+gi_cu_kstate(const gi_store *s, uint32_t kind)
+{
+	return s->kind == kind ? s->kstate : NULL;
+}
 
-/* the module's one cuBLAS handle (created on first use; set its stream per call) */
-typedef struct cublasContext *cublasHandle_t;
-extern gi_status gi_cu_cublas_handle(cublasHandle_t *out);
+extern void gi_cu_set_kstate(gi_store *s, uint32_t kind, void *kstate,
+							 void (*free_fn) (gi_store *s, void *kstate));
 
-/* ---- cuda_kmeans.cu: k-means for CREATE INDEX (gi_backend.h kmeans_*) ---- */
-extern gi_status gi_cu_kmeans_train(const gi_kmeans_params *params, uint32_t n,
-									const float *samples, float *centroids,
-									uint32_t *nproduced);
-extern gi_status gi_cu_kmeans_assign(uint32_t nlists, uint32_t dim, gi_metric metric,
-									 const float *centroids, uint32_t n,
-									 const float *vectors, uint32_t *lists);
-extern void gi_cu_kmeans_release(void);
+/* enter the store's device and refuse a broken store: the top of every entry */
+extern gi_status gi_cu_store_enter(gi_store *s);
 
 #endif							/* GI_CUDA_STORE_H */

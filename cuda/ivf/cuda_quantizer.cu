@@ -20,46 +20,18 @@
  *	   set, which is what lets the differential test demand equal ids.
  *
  * When P + margin covers every list the GEMM is skipped and all lists are
- * refined; when P covers every list nothing is computed at all.
+ * refined; when P covers every list nothing is computed at all.  The
+ * centroids, their double copy and their norms are prepared once, when
+ * the kind's state is set (gi_cu_ivf_centroids).
  */
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-
 #include <cublas_v2.h>
 
-#include "cuda_store.h"
+#include "cuda_ivf.h"
 #include "cuda_topk.cuh"
 #include "cuda_util.cuh"
 
 /* extra candidates of the approximate step, refined exactly */
 #define GI_CU_MARGIN 32
-
-static cublasHandle_t gi_cu_cublas = NULL;
-static std::mutex gi_cu_cublas_mu;
-
-/* the module's cuBLAS handle (also the k-means', cuda_kmeans.cu) */
-gi_status
-gi_cu_cublas_handle(cublasHandle_t *out)
-{
-	std::lock_guard<std::mutex> guard(gi_cu_cublas_mu);
-
-	if (gi_cu_cublas == NULL)
-	{
-		cublasStatus_t cs = cublasCreate(&gi_cu_cublas);
-
-		if (cs != CUBLAS_STATUS_SUCCESS)
-		{
-			gi_cu_cublas = NULL;
-			gi_cu_set_error("cublasCreate failed: %s", cublasGetStatusString(cs));
-			return cs == CUBLAS_STATUS_ALLOC_FAILED ? GI_ERR_NOMEM : GI_ERR_DEVICE;
-		}
-		/* default math: DGEMM stays IEEE double (FP64 tensor cores) */
-		cublasSetMathMode(gi_cu_cublas, CUBLAS_DEFAULT_MATH);
-	}
-	*out = gi_cu_cublas;
-	return GI_OK;
-}
 
 /* ---- centroids ----------------------------------------------------------- */
 
@@ -87,42 +59,25 @@ gi_k_centprep(const float *__restrict__ c, uint32_t nl, uint32_t W,
 }
 
 /*
- * The service passes the centroids with every search; keep a device copy
- * and re-upload only when they change (a memcmp against the host copy,
- * far cheaper than the upload and the preparation).
+ * set_state: the centroids go to the device once per store, with their
+ * double copy and norms, on the search stream; the caller synchronises.
  */
 gi_status
-gi_cu_centroids(gi_store *s, const float *centroids, uint32_t dim)
+gi_cu_ivf_centroids(gi_store *s, gi_cu_ivf *iv, const float *centroids)
 {
-	size_t		n = (size_t) s->params.nlists * dim;
+	size_t		n = (size_t) s->params.nlists * iv->dim;
 
-	if (s->cent_valid && s->cent_dim == dim &&
-		memcmp(s->h_cent, centroids, n * sizeof(float)) == 0)
-		return GI_OK;
-	s->cent_valid = false;
-	if (s->h_cent == NULL)
+	if (iv->d_cent == NULL)
 	{
-		s->h_cent = (float *) malloc(n * sizeof(float));
-		if (s->h_cent == NULL)
-		{
-			gi_cu_set_error("out of memory caching %zu centroid floats", n);
-			return GI_ERR_NOMEM;
-		}
+		GI_CU_TRY(cudaMalloc((void **) &iv->d_cent, n * sizeof(float)));
+		GI_CU_TRY(cudaMalloc((void **) &iv->d_centd, n * sizeof(double)));
+		GI_CU_TRY(cudaMalloc((void **) &iv->d_cnorm, s->params.nlists * sizeof(double)));
 	}
-	if (s->d_cent == NULL)
-	{
-		GI_CU_TRY(cudaMalloc((void **) &s->d_cent, n * sizeof(float)));
-		GI_CU_TRY(cudaMalloc((void **) &s->d_centd, n * sizeof(double)));
-		GI_CU_TRY(cudaMalloc((void **) &s->d_cnorm, s->params.nlists * sizeof(double)));
-	}
-	memcpy(s->h_cent, centroids, n * sizeof(float));
-	GI_CU_TRY(cudaMemcpyAsync(s->d_cent, centroids, n * sizeof(float),
+	GI_CU_TRY(cudaMemcpyAsync(iv->d_cent, centroids, n * sizeof(float),
 							  cudaMemcpyHostToDevice, s->ss));
 	gi_k_centprep<<<gi_cu_div_up(s->params.nlists, 128), 128, 0, s->ss>>>(
-		s->d_cent, s->params.nlists, dim, s->d_centd, s->d_cnorm);
+		iv->d_cent, s->params.nlists, iv->dim, iv->d_centd, iv->d_cnorm);
 	GI_CU_TRY(cudaGetLastError());
-	s->cent_dim = dim;
-	s->cent_valid = true;
 	return GI_OK;
 }
 
@@ -256,16 +211,12 @@ gi_k_refine(const uint32_t *__restrict__ cand, uint32_t pp, uint32_t P,
 					probes + (size_t) q * P, sm);
 }
 
-/*
- * Prepare the chunk of qc queries already in s->s_q and choose P lists
- * for each: *probe_lists gets a device array qc x P, or NULL when every
- * list is probed (P == nlists).  Also leaves |q|^2 (float) in s->s_qn for
- * the fine scan.
- */
+/* see cuda_ivf.h */
 gi_status
-gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc, uint32_t P,
+gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 			 const uint32_t **probe_lists)
 {
+	const gi_metric metric = iv->metric;
 	const uint32_t nl = s->params.nlists;
 	const uint32_t W = s->words;
 	uint32_t	pp = P + GI_CU_MARGIN < nl ? P + GI_CU_MARGIN : nl;
@@ -273,27 +224,27 @@ gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc, uint32_t P,
 	gi_status	st;
 
 	*probe_lists = NULL;
-	st = gi_cu_buf_reserve(&s->s_qn, (size_t) qc * sizeof(float));
+	st = gi_cu_buf_reserve(&iv->s_qn, (size_t) qc * sizeof(float));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_qnd, (size_t) qc * sizeof(double));
+		st = gi_cu_buf_reserve(&iv->s_qnd, (size_t) qc * sizeof(double));
 	if (st == GI_OK && gemm)
-		st = gi_cu_buf_reserve(&s->s_qd, (size_t) qc * W * sizeof(double));
+		st = gi_cu_buf_reserve(&iv->s_qd, (size_t) qc * W * sizeof(double));
 	if (st != GI_OK)
 		return st;
 	gi_k_qprep<<<gi_cu_div_up(qc, 128), 128, 0, s->ss>>>(
-		(const float *) s->s_q.p, qc, W, (float *) s->s_qn.p,
-		(double *) s->s_qnd.p, gemm ? (double *) s->s_qd.p : NULL);
+		(const float *) iv->s_q.p, qc, W, (float *) iv->s_qn.p,
+		(double *) iv->s_qnd.p, gemm ? (double *) iv->s_qd.p : NULL);
 	GI_CU_TRY(cudaGetLastError());
 	if (P >= nl)
 		return GI_OK;
 
-	st = gi_cu_buf_reserve(&s->s_rkey, (size_t) qc * pp * sizeof(uint64_t));
+	st = gi_cu_buf_reserve(&iv->s_rkey, (size_t) qc * pp * sizeof(uint64_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_probe, (size_t) qc * P * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&iv->s_probe, (size_t) qc * P * sizeof(uint32_t));
 	if (st == GI_OK && gemm)
-		st = gi_cu_buf_reserve(&s->s_gemm, (size_t) qc * nl * sizeof(double));
+		st = gi_cu_buf_reserve(&iv->s_gemm, (size_t) qc * nl * sizeof(double));
 	if (st == GI_OK && gemm)
-		st = gi_cu_buf_reserve(&s->s_cand, (size_t) qc * pp * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&iv->s_cand, (size_t) qc * pp * sizeof(uint32_t));
 	if (st != GI_OK)
 		return st;
 
@@ -305,15 +256,15 @@ gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc, uint32_t P,
 		cublasStatus_t cs;
 		uint32_t	blocks;
 
-		st = gi_cu_cublas_handle(&h);
+		st = gi_cu_cublas_handle(s->dev, &h);
 		if (st != GI_OK)
 			return st;
 		cs = cublasSetStream(h, s->ss);
 		/* column-major: G (nl x qc) = C^T (nl x W) * Q (W x qc) */
 		if (cs == CUBLAS_STATUS_SUCCESS)
 			cs = cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int) nl, (int) qc, (int) W,
-							 &one, s->d_centd, (int) W, (const double *) s->s_qd.p,
-							 (int) W, &zero, (double *) s->s_gemm.p, (int) nl);
+							 &one, iv->d_centd, (int) W, (const double *) iv->s_qd.p,
+							 (int) W, &zero, (double *) iv->s_gemm.p, (int) nl);
 		if (cs != CUBLAS_STATUS_SUCCESS)
 		{
 			gi_cu_set_error("cublasDgemm (coarse quantizer) failed: %s",
@@ -323,21 +274,21 @@ gi_cu_coarse(gi_store *s, gi_metric metric, uint32_t qc, uint32_t P,
 		blocks = gi_cu_div_up((uint64_t) nl * qc, 256);
 		if (blocks > 65535)
 			blocks = 65535;
-		gi_k_approx<<<blocks, 256, 0, s->ss>>>((double *) s->s_gemm.p, nl, qc,
+		gi_k_approx<<<blocks, 256, 0, s->ss>>>((double *) iv->s_gemm.p, nl, qc,
 												(int) metric,
-												(const double *) s->s_qnd.p,
-												s->d_cnorm);
-		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) s->s_gemm.p, nl,
-												  pp, (uint32_t *) s->s_cand.p);
+												(const double *) iv->s_qnd.p,
+												iv->d_cnorm);
+		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) iv->s_gemm.p, nl,
+												  pp, (uint32_t *) iv->s_cand.p);
 		GI_CU_TRY(cudaGetLastError());
 	}
-	gi_k_refine<<<qc, 256, 0, s->ss>>>(gemm ? (const uint32_t *) s->s_cand.p : NULL,
-										pp, P, s->d_cent, W,
-										(const float *) s->s_q.p,
-										(const double *) s->s_qnd.p, s->d_cnorm,
-										(int) metric, (uint64_t *) s->s_rkey.p,
-										(uint32_t *) s->s_probe.p);
+	gi_k_refine<<<qc, 256, 0, s->ss>>>(gemm ? (const uint32_t *) iv->s_cand.p : NULL,
+										pp, P, iv->d_cent, W,
+										(const float *) iv->s_q.p,
+										(const double *) iv->s_qnd.p, iv->d_cnorm,
+										(int) metric, (uint64_t *) iv->s_rkey.p,
+										(uint32_t *) iv->s_probe.p);
 	GI_CU_TRY(cudaGetLastError());
-	*probe_lists = (const uint32_t *) s->s_probe.p;
+	*probe_lists = (const uint32_t *) iv->s_probe.p;
 	return GI_OK;
 }

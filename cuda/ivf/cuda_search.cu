@@ -42,9 +42,10 @@
 #include <cub/device/device_segmented_sort.cuh>
 #include <cub/device/device_select.cuh>
 
-#include "cuda_store.h"
+#include "cuda_ivf.h"
 #include "cuda_topk.cuh"
 #include "cuda_util.cuh"
+#include "cuda_walk.cuh"
 
 #define GI_CU_SQ			512		/* slab queue entries per block */
 #define GI_CU_SCAN_THREADS	256
@@ -143,7 +144,7 @@ __device__ __forceinline__ float
 gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 				 const float *__restrict__ qv, float qn, uint32_t lane)
 {
-	const unsigned int *p = (const unsigned int *) data + lane;
+	const unsigned int *p = gi_slot_payload(data, lane);
 	float		acc0 = 0.0f;
 	float		acc1 = 0.0f;
 	float		nrm0 = 0.0f;
@@ -157,7 +158,7 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 			float		x[GI_CU_ILP];
 			int			t;
 
-			gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+			gi_ld16(p + GI_SLAB_WORD(j), x);
 #pragma unroll
 			for (t = 0; t < GI_CU_ILP; t += 2)
 			{
@@ -170,7 +171,7 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 		}
 		for (; j < W; j++)
 		{
-			float		d = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS)) - __ldg(qv + j);
+			float		d = __uint_as_float(__ldcg(p + GI_SLAB_WORD(j))) - __ldg(qv + j);
 
 			acc0 = fmaf(d, d, acc0);
 		}
@@ -181,7 +182,7 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 		float		x[GI_CU_ILP];
 		int			t;
 
-		gi_ld16(p + (size_t) j * GI_SLAB_RECORDS, x);
+		gi_ld16(p + GI_SLAB_WORD(j), x);
 #pragma unroll
 		for (t = 0; t < GI_CU_ILP; t += 2)
 		{
@@ -193,7 +194,7 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 	}
 	for (; j < W; j++)
 	{
-		float		x = __uint_as_float(__ldcg(p + (size_t) j * GI_SLAB_RECORDS));
+		float		x = __uint_as_float(__ldcg(p + GI_SLAB_WORD(j)));
 
 		acc0 = fmaf(x, __ldg(qv + j), acc0);
 		nrm0 = fmaf(x, x, nrm0);
@@ -242,8 +243,7 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 			 uint64_t *sk)
 {
 	const uint32_t lane = threadIdx.x & 31;
-	const gi_dslab *h = &a.slabs[slab];
-	uint32_t	bm = gi_ld_acquire(&h->bitmap);
+	uint32_t	bm = gi_slab_bitmap(a.slabs, slab);
 	const uint32_t *data;
 	float		d;
 	bool		valid;
@@ -251,11 +251,11 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 
 	if (bm == 0)
 		return;					/* warp-uniform */
-	data = h->data;
+	data = gi_slab_data(a.slabs, slab);
 	d = gi_slab_distance(a.metric, data, a.W, qv, qn, lane);
-	valid = (bm >> lane) & 1u;
+	valid = gi_slot_live(bm, lane);
 	if (valid)
-		key = __ldcg((const unsigned long long *) (data + (size_t) GI_SLAB_RECORDS * a.W) + lane);
+		key = gi_slot_key(data, a.W, lane);
 	if (APPEND)
 		gi_append(a, q, valid, d, key);
 	else
@@ -296,64 +296,30 @@ gi_k_scan(gi_scan_args a)
 	for (lb = p0; lb < p1; lb += blockDim.x)
 	{
 		uint32_t	cur = GI_NIL;
-		uint32_t	steps = 0;
 
 		if (lb + tid < p1)
 		{
 			uint32_t	l = a.probes ? a.probes[(size_t) q * a.P + lb + tid] : lb + tid;
 
-			cur = gi_ld_acquire(&a.lists[2 * (size_t) l]);
+			cur = gi_list_head(a.lists, l);
 		}
-		for (;;)
-		{
-			uint32_t	ql;
-			uint32_t	nqueued;
-			uint32_t	b;
-			int			more;
+		/* score: one slab per warp per round */
+		gi_walk_chains<GI_CU_SQ>(a.slabs, cur, a.max_steps, a.flags, queue, qlen,
+								 [&](const uint32_t *qd, uint32_t nqueued)
+								 {
+									 uint32_t	b;
 
-			if (tid == 0)
-				qlen = 0;
-			__syncthreads();
-			/* walk: every live chain advances one hop per step */
-			for (;;)
-			{
-				if (cur != GI_NIL)
-				{
-					uint32_t	pos = atomicAdd(&qlen, 1u);
+									 for (b = 0; b < nqueued; b += nwarps)
+									 {
+										 uint32_t	i = b + warp;
 
-					if (pos < GI_CU_SQ)
-					{
-						queue[pos] = cur;
-						if (++steps > a.max_steps)
-						{
-							atomicOr(a.flags, GI_CU_FLAG_CHAIN);
-							cur = GI_NIL;
-						}
-						else
-							cur = gi_ld_acquire(&a.slabs[cur].next);
-					}
-				}
-				__syncthreads();
-				ql = qlen;
-				more = __syncthreads_or(cur != GI_NIL);
-				if (!more || ql >= GI_CU_SQ)
-					break;
-			}
-			nqueued = ql < GI_CU_SQ ? ql : GI_CU_SQ;
-			/* score: one slab per warp per round */
-			for (b = 0; b < nqueued; b += nwarps)
-			{
-				uint32_t	i = b + warp;
-
-				if (i < nqueued)
-					gi_scan_slab<APPEND>(a, queue[i], q, qv, qn, ts, sd, sk);
-				if (!APPEND && gi_topk_need_flush(ts, a.cap))
-					gi_topk_flush(ts, sd, sk, a.cap, a.k);
-			}
-			__syncthreads();
-			if (!more)
-				break;
-		}
+										 if (i < nqueued)
+											 gi_scan_slab<APPEND>(a, qd[i], q, qv, qn, ts,
+																  sd, sk);
+										 if (!APPEND && gi_topk_need_flush(ts, a.cap))
+											 gi_topk_flush(ts, sd, sk, a.cap, a.k);
+									 }
+								 });
 	}
 
 	if (!APPEND)
@@ -415,7 +381,7 @@ gi_score_tile(const gi_scan_args &a, const uint32_t *slab, const uint32_t *bm,
 #pragma unroll
 	for (e = 0; e < S; e++)
 	{
-		p[e] = (const unsigned int *) a.slabs[slab[e]].data + lane;
+		p[e] = gi_slot_payload(gi_slab_data(a.slabs, slab[e]), lane);
 		nrm0[e] = 0.0f;
 		nrm1[e] = 0.0f;
 #pragma unroll
@@ -432,7 +398,7 @@ gi_score_tile(const gi_scan_args &a, const uint32_t *slab, const uint32_t *bm,
 
 #pragma unroll
 		for (e = 0; e < S; e++)
-			gi_ld16(p[e] + (size_t) j * GI_SLAB_RECORDS, x[e]);
+			gi_ld16(p[e] + GI_SLAB_WORD(j), x[e]);
 		if (a.metric != GI_METRIC_L2)
 		{
 #pragma unroll
@@ -489,7 +455,7 @@ gi_score_tile(const gi_scan_args &a, const uint32_t *slab, const uint32_t *bm,
 #pragma unroll
 		for (e = 0; e < S; e++)
 		{
-			x[e] = __uint_as_float(__ldcg(p[e] + (size_t) j * GI_SLAB_RECORDS));
+			x[e] = __uint_as_float(__ldcg(p[e] + GI_SLAB_WORD(j)));
 			if (a.metric != GI_METRIC_L2)
 				nrm0[e] = fmaf(x[e], x[e], nrm0[e]);
 		}
@@ -520,9 +486,8 @@ gi_score_tile(const gi_scan_args &a, const uint32_t *slab, const uint32_t *bm,
 	{
 		float		nrm = nrm0[e] + nrm1[e];
 
-		valid[e] = (bm[e] >> lane) & 1u;
-		key[e] = valid[e] ? __ldcg((const unsigned long long *) (a.slabs[slab[e]].data +
-																   (size_t) GI_SLAB_RECORDS * a.W) + lane) : 0;
+		valid[e] = gi_slot_live(bm[e], lane);
+		key[e] = valid[e] ? gi_slot_key(gi_slab_data(a.slabs, slab[e]), a.W, lane) : 0;
 #pragma unroll
 		for (qq = 0; qq < Q; qq++)
 		{
@@ -648,7 +613,7 @@ gi_k_scan_tile(gi_scan_args a)
 		ts[tid].tk = 0;
 	}
 	if (tid == 0)
-		next = gi_ld_acquire(&a.lists[2 * (size_t) list]);
+		next = gi_list_head(a.lists, list);
 	/* the units of a list are consecutive, so the tile's are a prefix */
 	nqt = (uint32_t) __syncthreads_count(tid < Q && units[tid] != UINT32_MAX);
 	for (i = tid; i < (uint32_t) Q * Wp; i += blockDim.x)
@@ -668,21 +633,10 @@ gi_k_scan_tile(gi_scan_args a)
 		/* one thread walks ahead; the chain is serial anyway */
 		if (tid == 0)
 		{
-			uint32_t	n = 0;
 			uint32_t	cur = next;
 
-			while (cur != GI_NIL && n < GI_CU_TILE_SQ)
-			{
-				queue[n++] = cur;
-				if (++steps > a.max_steps)
-				{
-					atomicOr(a.flags, GI_CU_FLAG_CHAIN);
-					cur = GI_NIL;
-					break;
-				}
-				cur = gi_ld_acquire(&a.slabs[cur].next);
-			}
-			qlen = n;
+			qlen = gi_walk_ahead(a.slabs, &cur, GI_CU_TILE_SQ, &steps, a.max_steps,
+								 a.flags, queue);
 			next = cur;
 		}
 		__syncthreads();
@@ -704,7 +658,7 @@ gi_k_scan_tile(gi_scan_args a)
 				uint32_t	ie = b + S * warp + e;
 
 				sl[e] = ie < nq ? queue[ie] : GI_NIL;
-				bm[e] = sl[e] != GI_NIL ? gi_ld_acquire(&a.slabs[sl[e]].bitmap) : 0;
+				bm[e] = sl[e] != GI_NIL ? gi_slab_bitmap(a.slabs, sl[e]) : 0;
 				valid[e] = false;
 				key[e] = 0;
 			}
@@ -830,7 +784,7 @@ gi_k_count(const uint32_t *__restrict__ lists, const uint32_t *__restrict__ prob
 	{
 		uint32_t	l = probes ? probes[(size_t) q * P + p] : p;
 
-		c += gi_ld_acquire(&lists[2 * (size_t) l + 1]);
+		c += gi_list_rows(lists, l);
 	}
 	cnt[q] = c;
 }
@@ -928,9 +882,9 @@ gi_cu_tile_slabs(void)
 
 /* blocks per query: enough units to fill the GPU when queries are few */
 static uint32_t
-gi_cu_groups(uint32_t qc, uint32_t P)
+gi_cu_groups(const gi_store *s, uint32_t qc, uint32_t P)
 {
-	uint32_t	target = 4 * (uint32_t) gi_cu_sm_count();
+	uint32_t	target = 4 * (uint32_t) s->dev->sms;
 	uint32_t	g;
 
 	if (qc >= target)
@@ -949,20 +903,20 @@ gi_cu_groups(uint32_t qc, uint32_t P)
  * path, (query, probed list) on the tile path.
  */
 static gi_status
-gi_cu_partials(gi_store *s, gi_scan_args *a, size_t units)
+gi_cu_partials(gi_cu_ivf *iv, gi_scan_args *a, size_t units)
 {
 	gi_status	st;
 
-	st = gi_cu_buf_reserve(&s->s_cd, units * a->k * sizeof(float));
+	st = gi_cu_buf_reserve(&iv->s_cd, units * a->k * sizeof(float));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_ck, units * a->k * sizeof(uint64_t));
+		st = gi_cu_buf_reserve(&iv->s_ck, units * a->k * sizeof(uint64_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_cn, units * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&iv->s_cn, units * sizeof(uint32_t));
 	if (st != GI_OK)
 		return st;
-	a->cd = (float *) s->s_cd.p;
-	a->ck = (uint64_t *) s->s_ck.p;
-	a->cn = (uint32_t *) s->s_cn.p;
+	a->cd = (float *) iv->s_cd.p;
+	a->ck = (uint64_t *) iv->s_ck.p;
+	a->cn = (uint32_t *) iv->s_cn.p;
 	return GI_OK;
 }
 
@@ -999,11 +953,11 @@ gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem)
 }
 
 static gi_status
-gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
+gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 		   uint32_t *d_found)
 {
 	uint32_t	cap = gi_topk_cap(a.k);
-	uint32_t	G = gi_cu_groups(qc, a.P);
+	uint32_t	G = gi_cu_groups(s, qc, a.P);
 	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(float))
 		+ GI_CU_SQ * sizeof(uint32_t);
 	bool		tiles;
@@ -1027,33 +981,33 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 
 		while (bits < 32 && (1u << bits) < s->params.nlists)
 			bits++;
-		st = gi_cu_buf_reserve(&s->s_okey, n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&iv->s_okey, n * sizeof(uint32_t));
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&s->s_okey2, n * sizeof(uint32_t));
+			st = gi_cu_buf_reserve(&iv->s_okey2, n * sizeof(uint32_t));
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&s->s_oval, n * sizeof(uint32_t));
+			st = gi_cu_buf_reserve(&iv->s_oval, n * sizeof(uint32_t));
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&s->s_order, n * sizeof(uint32_t));
+			st = gi_cu_buf_reserve(&iv->s_order, n * sizeof(uint32_t));
 		if (st != GI_OK)
 			return st;
 		gi_k_order_init<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(a.probes, a.P, (uint32_t) n,
-																  (uint32_t *) s->s_okey.p,
-																  (uint32_t *) s->s_oval.p);
+																  (uint32_t *) iv->s_okey.p,
+																  (uint32_t *) iv->s_oval.p);
 		GI_CU_TRY(cudaGetLastError());
-		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tmp, (const uint32_t *) s->s_okey.p,
-												  (uint32_t *) s->s_okey2.p,
-												  (const uint32_t *) s->s_oval.p,
-												  (uint32_t *) s->s_order.p, (int64_t) n, 0,
+		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tmp, (const uint32_t *) iv->s_okey.p,
+												  (uint32_t *) iv->s_okey2.p,
+												  (const uint32_t *) iv->s_oval.p,
+												  (uint32_t *) iv->s_order.p, (int64_t) n, 0,
 												  bits, s->ss));
-		st = gi_cu_buf_reserve(&s->s_tmp, tmp);
+		st = gi_cu_buf_reserve(&iv->s_tmp, tmp);
 		if (st != GI_OK)
 			return st;
-		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(s->s_tmp.p, tmp, (const uint32_t *) s->s_okey.p,
-												  (uint32_t *) s->s_okey2.p,
-												  (const uint32_t *) s->s_oval.p,
-												  (uint32_t *) s->s_order.p, (int64_t) n, 0,
+		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(iv->s_tmp.p, tmp, (const uint32_t *) iv->s_okey.p,
+												  (uint32_t *) iv->s_okey2.p,
+												  (const uint32_t *) iv->s_oval.p,
+												  (uint32_t *) iv->s_order.p, (int64_t) n, 0,
 												  bits, s->ss));
-		a.order = (const uint32_t *) s->s_order.p;
+		a.order = (const uint32_t *) iv->s_order.p;
 		G = a.P;
 
 		/*
@@ -1069,40 +1023,40 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 			uint32_t   *seg;
 			uint32_t	grid;
 
-			st = gi_cu_buf_reserve(&s->s_seg, ((size_t) s->params.nlists + 1) * sizeof(uint32_t));
+			st = gi_cu_buf_reserve(&iv->s_seg, ((size_t) s->params.nlists + 1) * sizeof(uint32_t));
 			if (st == GI_OK)
-				st = gi_cu_buf_reserve(&s->s_tflag, n);
+				st = gi_cu_buf_reserve(&iv->s_tflag, n);
 			if (st == GI_OK)
-				st = gi_cu_buf_reserve(&s->s_tile, n * sizeof(uint32_t));
+				st = gi_cu_buf_reserve(&iv->s_tile, n * sizeof(uint32_t));
 			if (st != GI_OK)
 				return st;
-			seg = (uint32_t *) s->s_seg.p;
+			seg = (uint32_t *) iv->s_seg.p;
 			gi_k_tile_seg<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(
-				(const uint32_t *) s->s_okey2.p, (uint32_t) n, seg);
+				(const uint32_t *) iv->s_okey2.p, (uint32_t) n, seg);
 			GI_CU_TRY(cudaGetLastError());
 			gi_k_tile_flag<<<gi_cu_div_up(n, 256), 256, 0, s->ss>>>(
-				(const uint32_t *) s->s_okey2.p, (uint32_t) n, GI_CU_TILE_Q, seg,
-				(unsigned char *) s->s_tflag.p);
+				(const uint32_t *) iv->s_okey2.p, (uint32_t) n, GI_CU_TILE_Q, seg,
+				(unsigned char *) iv->s_tflag.p);
 			GI_CU_TRY(cudaGetLastError());
 			/* s_oval holds 0 .. n-1 (gi_k_order_init); the radix sort read it */
-			GI_CU_TRY(cub::DeviceSelect::Flagged(NULL, sel, (const uint32_t *) s->s_oval.p,
-												 (const unsigned char *) s->s_tflag.p,
-												 (uint32_t *) s->s_tile.p,
+			GI_CU_TRY(cub::DeviceSelect::Flagged(NULL, sel, (const uint32_t *) iv->s_oval.p,
+												 (const unsigned char *) iv->s_tflag.p,
+												 (uint32_t *) iv->s_tile.p,
 												 seg + s->params.nlists, (int64_t) n, s->ss));
-			st = gi_cu_buf_reserve(&s->s_tmp, sel);
+			st = gi_cu_buf_reserve(&iv->s_tmp, sel);
 			if (st != GI_OK)
 				return st;
-			GI_CU_TRY(cub::DeviceSelect::Flagged(s->s_tmp.p, sel, (const uint32_t *) s->s_oval.p,
-												 (const unsigned char *) s->s_tflag.p,
-												 (uint32_t *) s->s_tile.p,
+			GI_CU_TRY(cub::DeviceSelect::Flagged(iv->s_tmp.p, sel, (const uint32_t *) iv->s_oval.p,
+												 (const unsigned char *) iv->s_tflag.p,
+												 (uint32_t *) iv->s_tile.p,
 												 seg + s->params.nlists, (int64_t) n, s->ss));
-			st = gi_cu_partials(s, &a, n);
+			st = gi_cu_partials(iv, &a, n);
 			if (st != GI_OK)
 				return st;
 			a.cap = cap;
 			a.G = G;
-			a.okeys = (const uint32_t *) s->s_okey2.p;
-			a.tiles = (const uint32_t *) s->s_tile.p;
+			a.okeys = (const uint32_t *) iv->s_okey2.p;
+			a.tiles = (const uint32_t *) iv->s_tile.p;
 			a.ntiles = seg + s->params.nlists;
 			a.nunits = (uint32_t) n;
 			/* at most one partial tile per list beyond n / Q full ones */
@@ -1125,7 +1079,7 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	a.found = d_found;
 	if (G > 1)
 	{
-		st = gi_cu_partials(s, &a, (size_t) qc * G);
+		st = gi_cu_partials(iv, &a, (size_t) qc * G);
 		if (st != GI_OK)
 			return st;
 	}
@@ -1138,7 +1092,7 @@ gi_cu_fast(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 
 /* large k on queries [0, qc) of the chunk */
 static gi_status
-gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
+gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 			  uint32_t *d_found)
 {
 	unsigned long long *cnt;
@@ -1147,21 +1101,21 @@ gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	uint32_t	qb;
 	gi_status	st;
 
-	st = gi_cu_buf_reserve(&s->s_cnt, (size_t) qc * sizeof(unsigned long long));
+	st = gi_cu_buf_reserve(&iv->s_cnt, (size_t) qc * sizeof(unsigned long long));
 	if (st != GI_OK)
 		return st;
-	if (!gi_cu_hbuf_reserve(&s->h_cnt, (size_t) qc * sizeof(unsigned long long)) ||
-		!gi_cu_hbuf_reserve(&s->h_beg, ((size_t) qc + 1) * sizeof(unsigned long long)))
+	if (!gi_cu_hbuf_reserve(&iv->h_cnt, (size_t) qc * sizeof(unsigned long long)) ||
+		!gi_cu_hbuf_reserve(&iv->h_beg, ((size_t) qc + 1) * sizeof(unsigned long long)))
 	{
 		gi_cu_set_error("out of memory for %u query counts", qc);
 		return GI_ERR_NOMEM;
 	}
-	cnt = (unsigned long long *) s->h_cnt.p;
-	beg = (unsigned long long *) s->h_beg.p;
+	cnt = (unsigned long long *) iv->h_cnt.p;
+	beg = (unsigned long long *) iv->h_beg.p;
 	gi_k_count<<<gi_cu_div_up(qc, 256), 256, 0, s->ss>>>(a.lists, a.probes, a.P, qc,
-														 (unsigned long long *) s->s_cnt.p);
+														 (unsigned long long *) iv->s_cnt.p);
 	GI_CU_TRY(cudaGetLastError());
-	GI_CU_TRY(cudaMemcpyAsync(cnt, s->s_cnt.p, (size_t) qc * sizeof(unsigned long long),
+	GI_CU_TRY(cudaMemcpyAsync(cnt, iv->s_cnt.p, (size_t) qc * sizeof(unsigned long long),
 							  cudaMemcpyDeviceToHost, s->ss));
 	GI_CU_TRY(cudaStreamSynchronize(s->ss));
 
@@ -1194,37 +1148,37 @@ gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 				total += cnt[qa + i];
 			}
 			beg[nsub] = total;
-			st = gi_cu_buf_reserve(&s->s_beg, ((size_t) nsub + 1) * sizeof(unsigned long long));
+			st = gi_cu_buf_reserve(&iv->s_beg, ((size_t) nsub + 1) * sizeof(unsigned long long));
 			if (st == GI_OK)
-				st = gi_cu_buf_reserve(&s->s_cur, (size_t) nsub * sizeof(unsigned long long));
+				st = gi_cu_buf_reserve(&iv->s_cur, (size_t) nsub * sizeof(unsigned long long));
 			if (st == GI_OK && total > 0)
 			{
-				st = gi_cu_buf_reserve(&s->s_gd0, total * sizeof(uint32_t));
+				st = gi_cu_buf_reserve(&iv->s_gd0, total * sizeof(uint32_t));
 				if (st == GI_OK)
-					st = gi_cu_buf_reserve(&s->s_gk0, total * sizeof(uint64_t));
+					st = gi_cu_buf_reserve(&iv->s_gk0, total * sizeof(uint64_t));
 				if (st == GI_OK)
-					st = gi_cu_buf_reserve(&s->s_gd1, total * sizeof(uint32_t));
+					st = gi_cu_buf_reserve(&iv->s_gd1, total * sizeof(uint32_t));
 				if (st == GI_OK)
-					st = gi_cu_buf_reserve(&s->s_gk1, total * sizeof(uint64_t));
+					st = gi_cu_buf_reserve(&iv->s_gk1, total * sizeof(uint64_t));
 			}
 			if (st != GI_OK)
 				return st;
-			GI_CU_TRY(cudaMemcpyAsync(s->s_beg.p, beg, ((size_t) nsub + 1) * sizeof(unsigned long long),
+			GI_CU_TRY(cudaMemcpyAsync(iv->s_beg.p, beg, ((size_t) nsub + 1) * sizeof(unsigned long long),
 									  cudaMemcpyHostToDevice, s->ss));
-			GI_CU_TRY(cudaMemcpyAsync(s->s_cur.p, s->s_beg.p, (size_t) nsub * sizeof(unsigned long long),
+			GI_CU_TRY(cudaMemcpyAsync(iv->s_cur.p, iv->s_beg.p, (size_t) nsub * sizeof(unsigned long long),
 									  cudaMemcpyDeviceToDevice, s->ss));
 			if (total > 0)
 			{
-				unsigned long long *d_beg = (unsigned long long *) s->s_beg.p;
-				unsigned long long *d_cur = (unsigned long long *) s->s_cur.p;
+				unsigned long long *d_beg = (unsigned long long *) iv->s_beg.p;
+				unsigned long long *d_cur = (unsigned long long *) iv->s_cur.p;
 
 				b.queries = a.queries + (size_t) qa * a.W;
 				b.qnorm = a.qnorm + qa;
 				b.probes = a.probes ? a.probes + (size_t) qa * a.P : NULL;
-				b.G = gi_cu_groups(nsub, a.P);
+				b.G = gi_cu_groups(s, nsub, a.P);
 				b.cap = 0;
-				b.gd = (uint32_t *) s->s_gd0.p;
-				b.gk = (uint64_t *) s->s_gk0.p;
+				b.gd = (uint32_t *) iv->s_gd0.p;
+				b.gk = (uint64_t *) iv->s_gk0.p;
 				b.cur = d_cur;
 				b.end = d_beg + 1;
 				GI_CU_TRY(cudaMemsetAsync(a.flags, 0, sizeof(uint32_t), s->ss));
@@ -1243,9 +1197,9 @@ gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 						return GI_ERR_DEVICE;
 					}
 					gi_k_count<<<gi_cu_div_up(nsub, 256), 256, 0, s->ss>>>(
-						a.lists, b.probes, a.P, nsub, (unsigned long long *) s->s_cnt.p);
+						a.lists, b.probes, a.P, nsub, (unsigned long long *) iv->s_cnt.p);
 					GI_CU_TRY(cudaGetLastError());
-					GI_CU_TRY(cudaMemcpyAsync(cnt + qa, s->s_cnt.p,
+					GI_CU_TRY(cudaMemcpyAsync(cnt + qa, iv->s_cnt.p,
 											  (size_t) nsub * sizeof(unsigned long long),
 											  cudaMemcpyDeviceToHost, s->ss));
 					GI_CU_TRY(cudaStreamSynchronize(s->ss));
@@ -1259,30 +1213,30 @@ gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 
 				/* (distance, key) order: stable sort by key, then by distance */
 				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
-					NULL, tmp_bytes, (const uint64_t *) s->s_gk0.p, (uint64_t *) s->s_gk1.p,
-					(const uint32_t *) s->s_gd0.p, (uint32_t *) s->s_gd1.p,
+					NULL, tmp_bytes, (const uint64_t *) iv->s_gk0.p, (uint64_t *) iv->s_gk1.p,
+					(const uint32_t *) iv->s_gd0.p, (uint32_t *) iv->s_gd1.p,
 					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
 				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
-					NULL, tmp2, (const uint32_t *) s->s_gd1.p, (uint32_t *) s->s_gd0.p,
-					(const uint64_t *) s->s_gk1.p, (uint64_t *) s->s_gk0.p,
+					NULL, tmp2, (const uint32_t *) iv->s_gd1.p, (uint32_t *) iv->s_gd0.p,
+					(const uint64_t *) iv->s_gk1.p, (uint64_t *) iv->s_gk0.p,
 					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
 				if (tmp2 > tmp_bytes)
 					tmp_bytes = tmp2;
-				st = gi_cu_buf_reserve(&s->s_tmp, tmp_bytes);
+				st = gi_cu_buf_reserve(&iv->s_tmp, tmp_bytes);
 				if (st != GI_OK)
 					return st;
 				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
-					s->s_tmp.p, tmp_bytes, (const uint64_t *) s->s_gk0.p, (uint64_t *) s->s_gk1.p,
-					(const uint32_t *) s->s_gd0.p, (uint32_t *) s->s_gd1.p,
+					iv->s_tmp.p, tmp_bytes, (const uint64_t *) iv->s_gk0.p, (uint64_t *) iv->s_gk1.p,
+					(const uint32_t *) iv->s_gd0.p, (uint32_t *) iv->s_gd1.p,
 					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
 				GI_CU_TRY(cub::DeviceSegmentedSort::StableSortPairs(
-					s->s_tmp.p, tmp_bytes, (const uint32_t *) s->s_gd1.p, (uint32_t *) s->s_gd0.p,
-					(const uint64_t *) s->s_gk1.p, (uint64_t *) s->s_gk0.p,
+					iv->s_tmp.p, tmp_bytes, (const uint32_t *) iv->s_gd1.p, (uint32_t *) iv->s_gd0.p,
+					(const uint64_t *) iv->s_gk1.p, (uint64_t *) iv->s_gk0.p,
 					(int64_t) total, (int64_t) nsub, d_beg, d_cur, s->ss));
 			}
 			gi_k_general_out<<<nsub, 256, 0, s->ss>>>(
-				(const unsigned long long *) s->s_beg.p, (const unsigned long long *) s->s_cur.p,
-				(const uint32_t *) s->s_gd0.p, (const uint64_t *) s->s_gk0.p, a.k,
+				(const unsigned long long *) iv->s_beg.p, (const unsigned long long *) iv->s_cur.p,
+				(const uint32_t *) iv->s_gd0.p, (const uint64_t *) iv->s_gk0.p, a.k,
 				d_hits + (size_t) qa * a.k, d_found + qa);
 			GI_CU_TRY(cudaGetLastError());
 			break;
@@ -1291,142 +1245,26 @@ gi_cu_general(gi_store *s, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 	return GI_OK;
 }
 
+/* see cuda_ivf.h */
 gi_status
-gi_cu_ivf_search(gi_store *s, const float *centroids, uint32_t dim,
-				 gi_metric metric, uint32_t nq, const float *queries,
-				 uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
+gi_cu_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lists,
+		   uint32_t P, uint32_t k, gi_hit *d_hits, uint32_t *d_found)
 {
-	const uint32_t nl = s ? s->params.nlists : 0;
-	uint32_t	pp;
-	size_t		per_query;
-	uint32_t	qc_max;
-	uint32_t	qa;
-	uint32_t	flags = 0;
-	size_t		res_found;
-	size_t		res_flag;
 	gi_scan_args a;
-	gi_status	st;
-
-	if (s == NULL)
-	{
-		gi_cu_set_error("ivf_search: no store");
-		return GI_ERR_INVALID;
-	}
-	if (dim == 0 || (uint64_t) dim * 4 != s->params.record_bytes)
-	{
-		gi_cu_set_error("ivf_search: dimension %u does not match records of %u bytes",
-						dim, s->params.record_bytes);
-		return GI_ERR_INVALID;
-	}
-	if (metric != GI_METRIC_L2 && metric != GI_METRIC_IP &&
-		metric != GI_METRIC_COSINE)
-	{
-		gi_cu_set_error("ivf_search: unknown metric %d", (int) metric);
-		return GI_ERR_INVALID;
-	}
-	if (probes == 0)
-	{
-		gi_cu_set_error("ivf_search: probes must be at least 1");
-		return GI_ERR_INVALID;
-	}
-	if (nq == 0)
-		return GI_OK;
-	if (centroids == NULL || queries == NULL || found == NULL ||
-		(k > 0 && hits == NULL))
-	{
-		gi_cu_set_error("ivf_search: centroids, queries, hits and found must not be NULL");
-		return GI_ERR_INVALID;
-	}
-	if (k == 0)
-	{
-		memset(found, 0, (size_t) nq * sizeof(uint32_t));
-		return GI_OK;
-	}
-	st = gi_cu_check_usable(s);
-	if (st != GI_OK)
-		return st;
-	if (probes > nl)
-		probes = nl;
-
-	/* a concurrent pool growth waits until this search is over */
-	std::lock_guard<std::mutex> guard(s->mu);
-
-	st = gi_cu_centroids(s, centroids, dim);
-	if (st != GI_OK)
-		return st;
-
-	pp = probes + 32 < nl ? probes + 32 : nl;
-	per_query = (size_t) dim * (sizeof(float) + sizeof(double)) + 64
-		+ (size_t) nl * sizeof(double) + (size_t) pp * 12 + (size_t) probes * 4
-		+ (size_t) k * sizeof(gi_hit);
-	qc_max = (uint32_t) (GI_CU_QUERY_BUDGET / per_query);
-	if (qc_max < 1)
-		qc_max = 1;
-	if (qc_max > nq)
-		qc_max = nq;
-
-	st = gi_cu_buf_reserve(&s->s_q, (size_t) qc_max * dim * sizeof(float));
-	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_hits, (size_t) qc_max * k * sizeof(gi_hit));
-	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&s->s_found, (size_t) qc_max * sizeof(uint32_t));
-	/* pinned staging: truly asynchronous copies, one sync per chunk */
-	res_found = (size_t) qc_max * k * sizeof(gi_hit);
-	res_flag = res_found + (size_t) qc_max * sizeof(uint32_t);
-	if (st == GI_OK)
-		st = gi_cu_pinned_reserve(&s->p_q, (size_t) qc_max * dim * sizeof(float));
-	if (st == GI_OK)
-		st = gi_cu_pinned_reserve(&s->p_res, res_flag + sizeof(uint32_t));
-	if (st != GI_OK)
-		return st;
 
 	memset(&a, 0, sizeof(a));
 	a.lists = s->d_lists;
 	a.slabs = s->d_slabs;
-	a.P = probes;
+	a.queries = (const float *) iv->s_q.p;
+	a.qnorm = (const float *) iv->s_qn.p;
+	a.probes = probe_lists;
+	a.P = P;
 	a.W = s->words;
 	a.k = k;
 	a.max_steps = s->nslabs;
-	a.metric = (int) metric;
+	a.metric = (int) iv->metric;
 	a.flags = s->d_flags + 1;
-	GI_CU_TRY(cudaMemsetAsync(a.flags, 0, sizeof(uint32_t), s->ss));
-
-	for (qa = 0; qa < nq; qa += qc_max)
-	{
-		uint32_t	qc = nq - qa < qc_max ? nq - qa : qc_max;
-		const uint32_t *probe_lists;
-		char	   *res = (char *) s->p_res.p;
-
-		memcpy(s->p_q.p, queries + (size_t) qa * dim, (size_t) qc * dim * sizeof(float));
-		GI_CU_TRY(cudaMemcpyAsync(s->s_q.p, s->p_q.p, (size_t) qc * dim * sizeof(float),
-								  cudaMemcpyHostToDevice, s->ss));
-		st = gi_cu_coarse(s, metric, qc, probes, &probe_lists);
-		if (st != GI_OK)
-			return st;
-		a.queries = (const float *) s->s_q.p;
-		a.qnorm = (const float *) s->s_qn.p;
-		a.probes = probe_lists;
-		if (k <= GI_CU_FAST_K)
-			st = gi_cu_fast(s, a, qc, (gi_hit *) s->s_hits.p, (uint32_t *) s->s_found.p);
-		else
-			st = gi_cu_general(s, a, qc, (gi_hit *) s->s_hits.p, (uint32_t *) s->s_found.p);
-		if (st != GI_OK)
-			return st;
-		GI_CU_TRY(cudaMemcpyAsync(res, s->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
-								  cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res + res_found, s->s_found.p, (size_t) qc * sizeof(uint32_t),
-								  cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res + res_flag, a.flags, sizeof(uint32_t),
-								  cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaStreamSynchronize(s->ss));
-		memcpy(&flags, res + res_flag, sizeof(uint32_t));
-		if (flags & GI_CU_FLAG_CHAIN)
-		{
-			gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
-			return GI_ERR_DEVICE;
-		}
-		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));
-		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
-	}
-	return GI_OK;
+	if (k <= GI_CU_FAST_K)
+		return gi_cu_fast(s, iv, a, qc, d_hits, d_found);
+	return gi_cu_general(s, iv, a, qc, d_hits, d_found);
 }

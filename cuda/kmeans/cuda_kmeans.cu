@@ -45,18 +45,19 @@
  * within rounding of a boundary, so the centroids are not the host's but
  * equally good (the GPU tests compare the k-means objective).
  *
- * Scratch lives in one module-level context, grown on demand and kept
- * between calls (a build assigns its rows in many calls, with the same
- * centroids: they are uploaded once, recognised by content), until
- * kmeans_release.  It is transient and not counted in
+ * Scratch lives in a context per device (gi_device.km), grown on demand
+ * and kept between calls (a build assigns its rows in many calls, with
+ * the same centroids: they are uploaded once, recognised by content),
+ * until kmeans_release.  It is transient and not counted in
  * gpuindex.memory_limit (like the search scratch).  The service calls
- * these from one thread; a mutex makes other callers safe too.
+ * these from one thread per device; a mutex makes other callers safe too.
  */
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -75,8 +76,9 @@
 /* bytes of the distance matrix per DGEMM block */
 #define GI_KM_GEMM_BYTES ((size_t) 128 << 20)
 
-struct gi_km_ctx
+struct gi_cu_km
 {
+	gi_device  *dev;
 	std::mutex	mu;
 	cudaStream_t st;
 
@@ -110,8 +112,6 @@ struct gi_km_ctx
 	gi_cu_buf	misc;			/* PRNG state, flags */
 	gi_cu_pinned p_host;		/* prepared samples, on their way up */
 };
-
-static gi_km_ctx gi_km;
 
 /* ---- shared device helpers ----------------------------------------------- */
 
@@ -244,71 +244,128 @@ gi_k_km_assign(const double *__restrict__ G, uint32_t k, uint32_t rows, uint32_t
 /* ---- context ------------------------------------------------------------- */
 
 static gi_status
-gi_km_stream(void)
+gi_km_stream(gi_cu_km *km)
 {
-	if (gi_km.st == NULL)
-		GI_CU_TRY(cudaStreamCreateWithFlags(&gi_km.st, cudaStreamNonBlocking));
+	if (km->st == NULL)
+		GI_CU_TRY(cudaStreamCreateWithFlags(&km->st, cudaStreamNonBlocking));
 	return GI_OK;
 }
 
 static gi_status
-gi_km_sync(const char *what)
+gi_km_sync(gi_cu_km *km, const char *what)
 {
-	cudaError_t err = cudaStreamSynchronize(gi_km.st);
+	cudaError_t err = cudaStreamSynchronize(km->st);
 
 	if (err == cudaSuccess)
 		err = cudaGetLastError();
 	if (err != cudaSuccess)
 	{
-		gi_km.cent_valid = false;
+		km->cent_valid = false;
 		return gi_cu_status(err, what);
 	}
 	return GI_OK;
 }
 
 static void
-gi_km_free_all(void)
+gi_km_free_all(gi_cu_km *km)
 {
-	gi_cu_buf  *bufs[] = {&gi_km.c, &gi_km.cd, &gi_km.cn, &gi_km.x, &gi_km.xd, &gi_km.xn,
-		&gi_km.g, &gi_km.out, &gi_km.mind, &gi_km.part, &gi_km.prefix, &gi_km.prev,
-		&gi_km.skey, &gi_km.sval, &gi_km.ival, &gi_km.seg, &gi_km.tmp, &gi_km.misc};
+	gi_cu_buf  *bufs[] = {&km->c, &km->cd, &km->cn, &km->x, &km->xd, &km->xn,
+		&km->g, &km->out, &km->mind, &km->part, &km->prefix, &km->prev,
+		&km->skey, &km->sval, &km->ival, &km->seg, &km->tmp, &km->misc};
 
-	if (gi_km.st)
-		cudaStreamSynchronize(gi_km.st);
+	if (km->st)
+		cudaStreamSynchronize(km->st);
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		gi_cu_buf_free(bufs[i]);
-	gi_cu_pinned_free(&gi_km.p_host);
-	free(gi_km.h_cent);
-	gi_km.h_cent = NULL;
-	gi_km.h_cent_cap = 0;
-	gi_km.cent_valid = false;
+	gi_cu_pinned_free(&km->p_host);
+	free(km->h_cent);
+	km->h_cent = NULL;
+	km->h_cent_cap = 0;
+	km->cent_valid = false;
 	cudaGetLastError();
 }
 
-void
-gi_cu_kmeans_release(void)
+/*
+ * The device's k-means context, made on first use (with create false:
+ * NULL when there is none).  The caller has entered the device.
+ */
+static gi_cu_km *
+gi_km_get(gi_device *dev, bool create)
 {
-	std::lock_guard<std::mutex> guard(gi_km.mu);
+	std::lock_guard<std::mutex> guard(dev->mu);
 
-	gi_km_free_all();
+	if (dev->km == NULL && create)
+	{
+		dev->km = new(std::nothrow) gi_cu_km();
+		if (dev->km == NULL)
+			gi_cu_set_error("out of memory for the k-means context");
+		else
+			dev->km->dev = dev;
+	}
+	return dev->km;
+}
+
+/* resolve and enter the device, and find (or make) its context */
+static gi_status
+gi_km_open(gi_device *device, bool create, gi_cu_km **out)
+{
+	gi_device  *dev;
+	gi_status	st;
+
+	*out = NULL;
+	st = gi_cu_device_resolve(device, &dev);
+	if (st == GI_OK)
+		st = gi_cu_enter(dev);
+	if (st != GI_OK)
+		return st;
+	*out = gi_km_get(dev, create);
+	return *out || !create ? GI_OK : GI_ERR_NOMEM;
+}
+
+void
+gi_cu_kmeans_release(gi_device *device)
+{
+	gi_cu_km   *km;
+
+	if (gi_km_open(device, false, &km) != GI_OK || km == NULL)
+		return;
+	std::lock_guard<std::mutex> guard(km->mu);
+
+	gi_km_free_all(km);
+}
+
+/* device_close: everything, the stream too (the caller entered the device) */
+void
+gi_cu_kmeans_device_free(gi_device *dev)
+{
+	gi_cu_km   *km = dev->km;
+
+	if (km == NULL)
+		return;
+	gi_km_free_all(km);
+	if (km->st)
+		cudaStreamDestroy(km->st);
+	cudaGetLastError();
+	dev->km = NULL;
+	delete km;
 }
 
 /*
  * |c|^2 (host order) and the double copy of k centroids already in
- * gi_km.c; also prepares the DGEMM operand.
+ * km->c; also prepares the DGEMM operand.
  */
 static gi_status
-gi_km_prep_centroids(uint32_t k, uint32_t dim)
+gi_km_prep_centroids(gi_cu_km *km, uint32_t k, uint32_t dim)
 {
 	gi_status	st;
 
-	st = gi_cu_buf_reserve(&gi_km.cd, (size_t) k * dim * sizeof(double));
+	st = gi_cu_buf_reserve(&km->cd, (size_t) k * dim * sizeof(double));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.cn, (size_t) k * sizeof(double));
+		st = gi_cu_buf_reserve(&km->cn, (size_t) k * sizeof(double));
 	if (st != GI_OK)
 		return st;
-	gi_k_km_rowprep<<<gi_cu_div_up(k, 128), 128, 0, gi_km.st>>>(
-		(const float *) gi_km.c.p, k, dim, (double *) gi_km.cd.p, (double *) gi_km.cn.p);
+	gi_k_km_rowprep<<<gi_cu_div_up(k, 128), 128, 0, km->st>>>(
+		(const float *) km->c.p, k, dim, (double *) km->cd.p, (double *) km->cn.p);
 	GI_CU_TRY(cudaGetLastError());
 	return GI_OK;
 }
@@ -327,21 +384,21 @@ gi_km_block_rows(uint32_t k, uint32_t n)
 }
 
 /*
- * Nearest list of n rows already on the device (gi_km.x float, gi_km.xd
- * double, gi_km.xn norms), against k prepared centroids (gi_km.c, cd, cn),
+ * Nearest list of n rows already on the device (km->x float, km->xd
+ * double, km->xn norms), against k prepared centroids (km->c, cd, cn),
  * into out[n] (device).
  */
 static gi_status
-gi_km_assign_device(uint32_t k, uint32_t dim, gi_metric metric, uint32_t n,
+gi_km_assign_device(gi_cu_km *km, uint32_t k, uint32_t dim, gi_metric metric, uint32_t n,
 					double cmax2, uint32_t *out)
 {
 	uint32_t	rb = gi_km_block_rows(k, n);
 	cublasHandle_t h;
 	gi_status	st;
 
-	st = gi_cu_buf_reserve(&gi_km.g, (size_t) rb * k * sizeof(double));
+	st = gi_cu_buf_reserve(&km->g, (size_t) rb * k * sizeof(double));
 	if (st == GI_OK)
-		st = gi_cu_cublas_handle(&h);
+		st = gi_cu_cublas_handle(km->dev, &h);
 	if (st != GI_OK)
 		return st;
 	for (uint32_t r0 = 0; r0 < n; r0 += rb)
@@ -349,26 +406,26 @@ gi_km_assign_device(uint32_t k, uint32_t dim, gi_metric metric, uint32_t n,
 		uint32_t	rows = n - r0 < rb ? n - r0 : rb;
 		const double one = 1.0;
 		const double zero = 0.0;
-		cublasStatus_t cs = cublasSetStream(h, gi_km.st);
+		cublasStatus_t cs = cublasSetStream(h, km->st);
 
 		/* column-major: G (k x rows) = C^T (k x dim) * X (dim x rows) */
 		if (cs == CUBLAS_STATUS_SUCCESS)
 			cs = cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int) k, (int) rows, (int) dim,
-							 &one, (const double *) gi_km.cd.p, (int) dim,
-							 (const double *) gi_km.xd.p + (size_t) r0 * dim, (int) dim,
-							 &zero, (double *) gi_km.g.p, (int) k);
+							 &one, (const double *) km->cd.p, (int) dim,
+							 (const double *) km->xd.p + (size_t) r0 * dim, (int) dim,
+							 &zero, (double *) km->g.p, (int) k);
 		if (cs != CUBLAS_STATUS_SUCCESS)
 		{
-			gi_km.cent_valid = false;
+			km->cent_valid = false;
 			gi_cu_set_error("cublasDgemm (k-means distances) failed: %s",
 							cublasGetStatusString(cs));
 			return cs == CUBLAS_STATUS_ALLOC_FAILED ? GI_ERR_NOMEM : GI_ERR_DEVICE;
 		}
-		gi_k_km_assign<<<gi_cu_div_up((uint64_t) rows * GI_CU_WARP, 256), 256, 0, gi_km.st>>>(
-			(const double *) gi_km.g.p, k, rows, dim, (int) metric,
-			(const float *) gi_km.x.p + (size_t) r0 * dim,
-			(const double *) gi_km.xn.p + r0, (const float *) gi_km.c.p,
-			(const double *) gi_km.cn.p, cmax2, out + r0);
+		gi_k_km_assign<<<gi_cu_div_up((uint64_t) rows * GI_CU_WARP, 256), 256, 0, km->st>>>(
+			(const double *) km->g.p, k, rows, dim, (int) metric,
+			(const float *) km->x.p + (size_t) r0 * dim,
+			(const double *) km->xn.p + r0, (const float *) km->c.p,
+			(const double *) km->cn.p, cmax2, out + r0);
 		GI_CU_TRY(cudaGetLastError());
 	}
 	return GI_OK;
@@ -394,11 +451,12 @@ gi_km_max_norm2(const float *c, uint32_t k, uint32_t dim)
 /* ---- assignment (kmeans_assign) ------------------------------------------ */
 
 gi_status
-gi_cu_kmeans_assign(uint32_t k, uint32_t dim, gi_metric metric, const float *centroids,
-					uint32_t n, const float *vectors, uint32_t *lists)
+gi_cu_kmeans_assign(gi_device *device, uint32_t k, uint32_t dim, gi_metric metric,
+					const float *centroids, uint32_t n, const float *vectors,
+					uint32_t *lists)
 {
-	std::lock_guard<std::mutex> guard(gi_km.mu);
 	size_t		csize = (size_t) k * dim * sizeof(float);
+	gi_cu_km   *km;
 	gi_status	st;
 
 	if (k == 0 || dim == 0 || (metric != GI_METRIC_L2 && metric != GI_METRIC_IP &&
@@ -410,40 +468,46 @@ gi_cu_kmeans_assign(uint32_t k, uint32_t dim, gi_metric metric, const float *cen
 	}
 	if (n == 0)
 		return GI_OK;
-	st = gi_km_stream();
+	st = gi_km_open(device, true, &km);
+	if (st != GI_OK)
+		return st;
+
+	std::lock_guard<std::mutex> guard(km->mu);
+
+	st = gi_km_stream(km);
 	if (st != GI_OK)
 		return st;
 
 	/* the same centroids as last time (a build's next chunk): keep them */
-	if (!gi_km.cent_valid || gi_km.cent_k != k || gi_km.cent_dim != dim ||
-		memcmp(gi_km.h_cent, centroids, csize) != 0)
+	if (!km->cent_valid || km->cent_k != k || km->cent_dim != dim ||
+		memcmp(km->h_cent, centroids, csize) != 0)
 	{
-		gi_km.cent_valid = false;
-		if (gi_km.h_cent_cap < csize)
+		km->cent_valid = false;
+		if (km->h_cent_cap < csize)
 		{
-			float	   *p = (float *) realloc(gi_km.h_cent, csize);
+			float	   *p = (float *) realloc(km->h_cent, csize);
 
 			if (p == NULL)
 			{
 				gi_cu_set_error("out of memory caching %u centroids", k);
 				return GI_ERR_NOMEM;
 			}
-			gi_km.h_cent = p;
-			gi_km.h_cent_cap = csize;
+			km->h_cent = p;
+			km->h_cent_cap = csize;
 		}
-		st = gi_cu_buf_reserve(&gi_km.c, csize);
+		st = gi_cu_buf_reserve(&km->c, csize);
 		if (st != GI_OK)
 			return st;
-		GI_CU_TRY(cudaMemcpyAsync(gi_km.c.p, centroids, csize, cudaMemcpyHostToDevice,
-								  gi_km.st));
-		st = gi_km_prep_centroids(k, dim);
+		GI_CU_TRY(cudaMemcpyAsync(km->c.p, centroids, csize, cudaMemcpyHostToDevice,
+								  km->st));
+		st = gi_km_prep_centroids(km, k, dim);
 		if (st != GI_OK)
 			return st;
-		memcpy(gi_km.h_cent, centroids, csize);
-		gi_km.cent_max2 = gi_km_max_norm2(centroids, k, dim);
-		gi_km.cent_k = k;
-		gi_km.cent_dim = dim;
-		gi_km.cent_valid = true;
+		memcpy(km->h_cent, centroids, csize);
+		km->cent_max2 = gi_km_max_norm2(centroids, k, dim);
+		km->cent_k = k;
+		km->cent_dim = dim;
+		km->cent_valid = true;
 	}
 
 	/* rows in blocks that keep the row scratch bounded too */
@@ -457,28 +521,28 @@ gi_cu_kmeans_assign(uint32_t k, uint32_t dim, gi_metric metric, const float *cen
 		if (rows == 0)
 			rows = 1;
 		rbytes = (size_t) rows * dim * sizeof(float);
-		st = gi_cu_buf_reserve(&gi_km.x, rbytes);
+		st = gi_cu_buf_reserve(&km->x, rbytes);
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&gi_km.xd, rbytes * 2);
+			st = gi_cu_buf_reserve(&km->xd, rbytes * 2);
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&gi_km.xn, (size_t) rows * sizeof(double));
+			st = gi_cu_buf_reserve(&km->xn, (size_t) rows * sizeof(double));
 		if (st == GI_OK)
-			st = gi_cu_buf_reserve(&gi_km.out, (size_t) rows * sizeof(uint32_t));
+			st = gi_cu_buf_reserve(&km->out, (size_t) rows * sizeof(uint32_t));
 		if (st != GI_OK)
 			return st;
-		GI_CU_TRY(cudaMemcpyAsync(gi_km.x.p, vectors + (size_t) r0 * dim, rbytes,
-								  cudaMemcpyHostToDevice, gi_km.st));
-		gi_k_km_rowprep<<<gi_cu_div_up(rows, 128), 128, 0, gi_km.st>>>(
-			(const float *) gi_km.x.p, rows, dim, (double *) gi_km.xd.p,
-			(double *) gi_km.xn.p);
+		GI_CU_TRY(cudaMemcpyAsync(km->x.p, vectors + (size_t) r0 * dim, rbytes,
+								  cudaMemcpyHostToDevice, km->st));
+		gi_k_km_rowprep<<<gi_cu_div_up(rows, 128), 128, 0, km->st>>>(
+			(const float *) km->x.p, rows, dim, (double *) km->xd.p,
+			(double *) km->xn.p);
 		GI_CU_TRY(cudaGetLastError());
-		st = gi_km_assign_device(k, dim, metric, rows, gi_km.cent_max2,
-								 (uint32_t *) gi_km.out.p);
+		st = gi_km_assign_device(km, k, dim, metric, rows, km->cent_max2,
+								 (uint32_t *) km->out.p);
 		if (st != GI_OK)
 			return st;
-		GI_CU_TRY(cudaMemcpyAsync(lists + r0, gi_km.out.p, (size_t) rows * sizeof(uint32_t),
-								  cudaMemcpyDeviceToHost, gi_km.st));
-		st = gi_km_sync("k-means assignment");
+		GI_CU_TRY(cudaMemcpyAsync(lists + r0, km->out.p, (size_t) rows * sizeof(uint32_t),
+								  cudaMemcpyDeviceToHost, km->st));
+		st = gi_km_sync(km, "k-means assignment");
 		if (st != GI_OK)
 			return st;
 		r0 += rows;
@@ -752,7 +816,7 @@ gi_k_km_update(const float *__restrict__ X, uint32_t dim, const uint32_t *__rest
 /* ---- training (kmeans_train) ------------------------------------------------ */
 
 static gi_status
-gi_km_train_locked(const gi_kmeans_params *p, uint32_t nsamples, const float *samples,
+gi_km_train_locked(gi_cu_km *km, const gi_kmeans_params *p, uint32_t nsamples, const float *samples,
 				   float *centroids, uint32_t *nproduced)
 {
 	const uint32_t dim = p->dim;
@@ -770,17 +834,17 @@ gi_km_train_locked(const gi_kmeans_params *p, uint32_t nsamples, const float *sa
 	gi_status	st;
 
 	*nproduced = 0;
-	st = gi_km_stream();
+	st = gi_km_stream(km);
 	if (st != GI_OK)
 		return st;
 
 	/* the host's preparation, on a pinned copy */
 	xbytes = (size_t) nsamples * dim * sizeof(float);
-	st = gi_cu_pinned_reserve(&gi_km.p_host, xbytes);
+	st = gi_cu_pinned_reserve(&km->p_host, xbytes);
 	if (st != GI_OK)
 		return st;
-	memcpy(gi_km.p_host.p, samples, xbytes);
-	n = gi_kmeans_prepare((float *) gi_km.p_host.p, nsamples, dim, spherical);
+	memcpy(km->p_host.p, samples, xbytes);
+	n = gi_kmeans_prepare((float *) km->p_host.p, nsamples, dim, spherical);
 	if (n == 0)
 		return GI_OK;
 	k = p->nlists < n ? p->nlists : n;
@@ -791,73 +855,73 @@ gi_km_train_locked(const gi_kmeans_params *p, uint32_t nsamples, const float *sa
 	 * or a mean of samples, so |c| <= max |x| (plus the float rounding of
 	 * the mean: the margin).
 	 */
-	cmax2 = 1.01 * gi_km_max_norm2((const float *) gi_km.p_host.p, n, dim);
+	cmax2 = 1.01 * gi_km_max_norm2((const float *) km->p_host.p, n, dim);
 	nchunks = gi_cu_div_up(n, GI_KM_CHUNK);
 	for (bits = 1; bits < 32 && (1u << bits) < k; bits++)
 		;
 
 	/* training invalidates the assignment's centroid cache (shared buffers) */
-	gi_km.cent_valid = false;
-	st = gi_cu_buf_reserve(&gi_km.x, xbytes);
+	km->cent_valid = false;
+	st = gi_cu_buf_reserve(&km->x, xbytes);
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.xd, xbytes * 2);
+		st = gi_cu_buf_reserve(&km->xd, xbytes * 2);
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.xn, (size_t) n * sizeof(double));
+		st = gi_cu_buf_reserve(&km->xn, (size_t) n * sizeof(double));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.c, (size_t) k * dim * sizeof(float));
+		st = gi_cu_buf_reserve(&km->c, (size_t) k * dim * sizeof(float));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.out, (size_t) n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->out, (size_t) n * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.mind, (size_t) n * sizeof(float));
+		st = gi_cu_buf_reserve(&km->mind, (size_t) n * sizeof(float));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.part, (size_t) nchunks * sizeof(double));
+		st = gi_cu_buf_reserve(&km->part, (size_t) nchunks * sizeof(double));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.prefix, (size_t) nchunks * sizeof(double));
+		st = gi_cu_buf_reserve(&km->prefix, (size_t) nchunks * sizeof(double));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.prev, (size_t) n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->prev, (size_t) n * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.skey, (size_t) n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->skey, (size_t) n * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.sval, (size_t) n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->sval, (size_t) n * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.ival, (size_t) n * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->ival, (size_t) n * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.seg, (size_t) 2 * k * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&km->seg, (size_t) 2 * k * sizeof(uint32_t));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&gi_km.misc, sizeof(gi_km_state));
+		st = gi_cu_buf_reserve(&km->misc, sizeof(gi_km_state));
 	if (st != GI_OK)
 		return st;
 	GI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tmpbytes, (const uint32_t *) NULL,
 											  (uint32_t *) NULL, (const uint32_t *) NULL,
 											  (uint32_t *) NULL, (int) n, 0, bits,
-											  gi_km.st));
-	st = gi_cu_buf_reserve(&gi_km.tmp, tmpbytes);
+											  km->st));
+	st = gi_cu_buf_reserve(&km->tmp, tmpbytes);
 	if (st != GI_OK)
 		return st;
-	stt = (gi_km_state *) gi_km.misc.p;
-	assign = (uint32_t *) gi_km.out.p;
+	stt = (gi_km_state *) km->misc.p;
+	assign = (uint32_t *) km->out.p;
 
-	GI_CU_TRY(cudaMemcpyAsync(gi_km.x.p, gi_km.p_host.p, xbytes, cudaMemcpyHostToDevice,
-							  gi_km.st));
-	gi_k_km_rowprep<<<gi_cu_div_up(n, 128), 128, 0, gi_km.st>>>(
-		(const float *) gi_km.x.p, n, dim, (double *) gi_km.xd.p, (double *) gi_km.xn.p);
-	gi_k_km_iota<<<gi_cu_div_up(n, 256), 256, 0, gi_km.st>>>((uint32_t *) gi_km.ival.p, n);
+	GI_CU_TRY(cudaMemcpyAsync(km->x.p, km->p_host.p, xbytes, cudaMemcpyHostToDevice,
+							  km->st));
+	gi_k_km_rowprep<<<gi_cu_div_up(n, 128), 128, 0, km->st>>>(
+		(const float *) km->x.p, n, dim, (double *) km->xd.p, (double *) km->xn.p);
+	gi_k_km_iota<<<gi_cu_div_up(n, 256), 256, 0, km->st>>>((uint32_t *) km->ival.p, n);
 	GI_CU_TRY(cudaGetLastError());
 
 	/* k-means++ */
-	gi_k_km_first<<<1, 128, 0, gi_km.st>>>(stt, p->seed, n, (const float *) gi_km.x.p, dim,
-											(float *) gi_km.c.p);
+	gi_k_km_first<<<1, 128, 0, km->st>>>(stt, p->seed, n, (const float *) km->x.p, dim,
+											(float *) km->c.p);
 	GI_CU_TRY(cudaGetLastError());
 	for (uint32_t c = 1; c < k; c++)
 	{
-		float	   *C = (float *) gi_km.c.p;
+		float	   *C = (float *) km->c.p;
 
-		gi_k_km_mind<<<nchunks, GI_KM_UPD_THREADS, 0, gi_km.st>>>(
-			(const float *) gi_km.x.p, n, dim, spherical, C + (size_t) (c - 1) * dim,
-			c == 1, (float *) gi_km.mind.p, (double *) gi_km.part.p);
-		gi_k_km_pick<<<1, GI_KM_PICK_THREADS, 0, gi_km.st>>>(
-			stt, n, nchunks, (const double *) gi_km.part.p, (double *) gi_km.prefix.p,
-			(const float *) gi_km.mind.p, (const float *) gi_km.x.p, dim,
+		gi_k_km_mind<<<nchunks, GI_KM_UPD_THREADS, 0, km->st>>>(
+			(const float *) km->x.p, n, dim, spherical, C + (size_t) (c - 1) * dim,
+			c == 1, (float *) km->mind.p, (double *) km->part.p);
+		gi_k_km_pick<<<1, GI_KM_PICK_THREADS, 0, km->st>>>(
+			stt, n, nchunks, (const double *) km->part.p, (double *) km->prefix.p,
+			(const float *) km->mind.p, (const float *) km->x.p, dim,
 			C + (size_t) c * dim);
 		if ((c & 255) == 0)
 			GI_CU_TRY(cudaGetLastError());
@@ -869,47 +933,47 @@ gi_km_train_locked(const gi_kmeans_params *p, uint32_t nsamples, const float *sa
 	{
 		uint32_t	changed = 1;
 
-		st = gi_km_prep_centroids(k, dim);
+		st = gi_km_prep_centroids(km, k, dim);
 		if (st == GI_OK)
-			st = gi_km_assign_device(k, dim, rank_metric, n, cmax2, assign);
+			st = gi_km_assign_device(km, k, dim, rank_metric, n, cmax2, assign);
 		if (st != GI_OK)
 			return st;
 		if (it == 0)
-			GI_CU_TRY(cudaMemcpyAsync(gi_km.prev.p, assign, (size_t) n * sizeof(uint32_t),
-									  cudaMemcpyDeviceToDevice, gi_km.st));
+			GI_CU_TRY(cudaMemcpyAsync(km->prev.p, assign, (size_t) n * sizeof(uint32_t),
+									  cudaMemcpyDeviceToDevice, km->st));
 		else
 		{
-			GI_CU_TRY(cudaMemsetAsync(&stt->changed, 0, sizeof(uint32_t), gi_km.st));
-			gi_k_km_changed<<<gi_cu_div_up(n, 256), 256, 0, gi_km.st>>>(
-				assign, (uint32_t *) gi_km.prev.p, n, stt);
+			GI_CU_TRY(cudaMemsetAsync(&stt->changed, 0, sizeof(uint32_t), km->st));
+			gi_k_km_changed<<<gi_cu_div_up(n, 256), 256, 0, km->st>>>(
+				assign, (uint32_t *) km->prev.p, n, stt);
 			GI_CU_TRY(cudaGetLastError());
 			GI_CU_TRY(cudaMemcpyAsync(&changed, &stt->changed, sizeof(uint32_t),
-									  cudaMemcpyDeviceToHost, gi_km.st));
-			st = gi_km_sync("k-means iteration");
+									  cudaMemcpyDeviceToHost, km->st));
+			st = gi_km_sync(km, "k-means iteration");
 			if (st != GI_OK)
 				return st;
 		}
 		if (!changed)
 			break;
 
-		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(gi_km.tmp.p, tmpbytes, assign,
-												  (uint32_t *) gi_km.skey.p,
-												  (const uint32_t *) gi_km.ival.p,
-												  (uint32_t *) gi_km.sval.p, (int) n, 0,
-												  bits, gi_km.st));
-		GI_CU_TRY(cudaMemsetAsync(gi_km.seg.p, 0, (size_t) 2 * k * sizeof(uint32_t),
-								  gi_km.st));
-		gi_k_km_segments<<<gi_cu_div_up(n, 256), 256, 0, gi_km.st>>>(
-			(const uint32_t *) gi_km.skey.p, n, (uint32_t *) gi_km.seg.p);
-		gi_k_km_update<<<k, dim < 256 ? ((dim + 31) / 32) * 32 : 256, 0, gi_km.st>>>(
-			(const float *) gi_km.x.p, dim, (const uint32_t *) gi_km.sval.p,
-			(const uint32_t *) gi_km.seg.p, spherical, (float *) gi_km.c.p);
+		GI_CU_TRY(cub::DeviceRadixSort::SortPairs(km->tmp.p, tmpbytes, assign,
+												  (uint32_t *) km->skey.p,
+												  (const uint32_t *) km->ival.p,
+												  (uint32_t *) km->sval.p, (int) n, 0,
+												  bits, km->st));
+		GI_CU_TRY(cudaMemsetAsync(km->seg.p, 0, (size_t) 2 * k * sizeof(uint32_t),
+								  km->st));
+		gi_k_km_segments<<<gi_cu_div_up(n, 256), 256, 0, km->st>>>(
+			(const uint32_t *) km->skey.p, n, (uint32_t *) km->seg.p);
+		gi_k_km_update<<<k, dim < 256 ? ((dim + 31) / 32) * 32 : 256, 0, km->st>>>(
+			(const float *) km->x.p, dim, (const uint32_t *) km->sval.p,
+			(const uint32_t *) km->seg.p, spherical, (float *) km->c.p);
 		GI_CU_TRY(cudaGetLastError());
 	}
 
-	GI_CU_TRY(cudaMemcpyAsync(centroids, gi_km.c.p, (size_t) k * dim * sizeof(float),
-							  cudaMemcpyDeviceToHost, gi_km.st));
-	st = gi_km_sync("k-means training");
+	GI_CU_TRY(cudaMemcpyAsync(centroids, km->c.p, (size_t) k * dim * sizeof(float),
+							  cudaMemcpyDeviceToHost, km->st));
+	st = gi_km_sync(km, "k-means training");
 	if (st != GI_OK)
 		return st;
 	*nproduced = k;
@@ -920,8 +984,8 @@ gi_status
 gi_cu_kmeans_train(const gi_kmeans_params *p, uint32_t n, const float *samples,
 				   float *centroids, uint32_t *nproduced)
 {
-	std::lock_guard<std::mutex> guard(gi_km.mu);
 	uint32_t	k = 0;
+	gi_cu_km   *km;
 	gi_status	st;
 
 	if (p == NULL || nproduced == NULL || p->dim == 0 || p->nlists == 0 ||
@@ -937,26 +1001,33 @@ gi_cu_kmeans_train(const gi_kmeans_params *p, uint32_t n, const float *samples,
 		*nproduced = 0;
 		return GI_OK;
 	}
-	st = gi_km_train_locked(p, n, samples, centroids, &k);
+	*nproduced = 0;
+	st = gi_km_open(p->device, true, &km);
+	if (st != GI_OK)
+		return st;
+
+	std::lock_guard<std::mutex> guard(km->mu);
+
+	st = gi_km_train_locked(km, p, n, samples, centroids, &k);
 	/* the training scratch is big and one-off: keep none of it */
-	if (gi_km.st)
-		cudaStreamSynchronize(gi_km.st);
-	gi_cu_buf_free(&gi_km.mind);
-	gi_cu_buf_free(&gi_km.part);
-	gi_cu_buf_free(&gi_km.prefix);
-	gi_cu_buf_free(&gi_km.prev);
-	gi_cu_buf_free(&gi_km.skey);
-	gi_cu_buf_free(&gi_km.sval);
-	gi_cu_buf_free(&gi_km.ival);
-	gi_cu_buf_free(&gi_km.seg);
-	gi_cu_buf_free(&gi_km.tmp);
-	gi_cu_buf_free(&gi_km.x);
-	gi_cu_buf_free(&gi_km.xd);
-	gi_cu_buf_free(&gi_km.xn);
-	gi_cu_buf_free(&gi_km.g);
-	gi_cu_buf_free(&gi_km.out);
-	gi_cu_pinned_free(&gi_km.p_host);
-	gi_km.cent_valid = false;
+	if (km->st)
+		cudaStreamSynchronize(km->st);
+	gi_cu_buf_free(&km->mind);
+	gi_cu_buf_free(&km->part);
+	gi_cu_buf_free(&km->prefix);
+	gi_cu_buf_free(&km->prev);
+	gi_cu_buf_free(&km->skey);
+	gi_cu_buf_free(&km->sval);
+	gi_cu_buf_free(&km->ival);
+	gi_cu_buf_free(&km->seg);
+	gi_cu_buf_free(&km->tmp);
+	gi_cu_buf_free(&km->x);
+	gi_cu_buf_free(&km->xd);
+	gi_cu_buf_free(&km->xn);
+	gi_cu_buf_free(&km->g);
+	gi_cu_buf_free(&km->out);
+	gi_cu_pinned_free(&km->p_host);
+	km->cent_valid = false;
 	*nproduced = st == GI_OK ? k : 0;
 	return st;
 }

@@ -126,6 +126,25 @@ wait_for_answer(GiSlot *slot)
 	}
 }
 
+/* fill the idle slot with call (payload already in place) and queue it */
+static void
+queue_request(GiSlot *slot, const GiCall *call)
+{
+	slot->type = call->type;
+	slot->key = call->key;
+	slot->args = call->args;
+	slot->in_size = call->in_size;
+	slot->latch = MyLatch;
+	slot->pid = MyProcPid;
+	slot->reply = GI_REPLY_ERROR;
+	memset(&slot->rargs, 0, sizeof(slot->rargs));
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = GI_SLOT_QUEUED;
+	SpinLockRelease(&slot->mutex);
+	gi_wake_service();
+}
+
 /* one submission; returns the raw reply */
 static void
 submit_once(GiCall *call)
@@ -152,20 +171,7 @@ submit_once(GiCall *call)
 	}
 	if (call->in_size > 0)
 		memcpy(buf, call->in, call->in_size);
-
-	slot->type = call->type;
-	slot->key = call->key;
-	slot->args = call->args;
-	slot->in_size = call->in_size;
-	slot->latch = MyLatch;
-	slot->pid = MyProcPid;
-	slot->reply = GI_REPLY_ERROR;
-	memset(&slot->rargs, 0, sizeof(slot->rargs));
-
-	SpinLockAcquire(&slot->mutex);
-	slot->state = GI_SLOT_QUEUED;
-	SpinLockRelease(&slot->mutex);
-	gi_wake_service();
+	queue_request(slot, call);
 
 	PG_TRY();
 	{
@@ -240,4 +246,22 @@ gi_call_simple(GiReqType type, const GiStoreKey *key, const GiReqArgs *args,
 	if (rargs)
 		*rargs = call.rargs;
 	return call.reply;
+}
+
+void
+gi_queue_vanished(const GiCall *call)
+{
+	GiSlot	   *slot;
+	dsm_segment *seg;
+
+	gi_require_service();
+	slot = my_slot();
+	wait_slot_idle(slot);
+
+	/* a segment of our own, gone once we detach: nobody else maps it */
+	seg = dsm_create(Max(Max(call->in_size, call->out_capacity), GI_SLOT_INLINE + 1), 0);
+	slot->dsm = dsm_segment_handle(seg);
+	slot->capacity = dsm_segment_map_length(seg);
+	dsm_detach(seg);
+	queue_request(slot, call);
 }

@@ -45,4 +45,11 @@ extern void gi_call(GiCall *call);
 extern GiReply gi_call_simple(GiReqType type, const GiStoreKey *key,
 							  const GiReqArgs *args, GiRespArgs *rargs);
 
+/*
+ * Test hook: queue call in this backend's slot with a payload segment
+ * that no longer exists, and return without waiting for the answer, as a
+ * backend that dies right after queueing leaves its slot.
+ */
+extern void gi_queue_vanished(const GiCall *call);
+
 #endif							/* GI_CLIENT_H */

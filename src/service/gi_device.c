@@ -1,6 +1,7 @@
 /*
  * gi_device.c
- *		Choosing the compute backend inside the device service.
+ *		Choosing the compute backend inside the device service, and opening
+ *		its devices.
  *
  * The CUDA backend is a separate shared object (gpuindex_cuda.so, next to
  * gpuindex.so) that only the service dlopens: gpuindex.so itself never
@@ -12,12 +13,17 @@
 #include <dlfcn.h>
 
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
+#include "gi_device.h"
+#include "gi_kind.h"
 #include "gi_service.h"
 #include "host_store.h"
 
 const gi_backend_ops *gi_ops = NULL;
 char		gi_ops_unavailable[256];
+GiDevice   *gi_devices = NULL;
+int			gi_ndevices = 0;
 
 /*
  * gpuindex.debug_service_kmeans: the host backend with kmeans entries, so
@@ -47,6 +53,32 @@ host_kmeans_train(const gi_kmeans_params *params, uint32_t n, const float *sampl
 	return GI_OK;
 }
 
+/* the entries the service needs from a backend, or false with why */
+static bool
+backend_complete(const gi_backend_ops *ops, const char *path, char *why, size_t whylen)
+{
+	if (ops->store_create == NULL || ops->store_destroy == NULL ||
+		ops->store_insert == NULL || ops->store_delete == NULL ||
+		ops->store_stats == NULL || ops->device_open == NULL ||
+		ops->device_name == NULL)
+	{
+		snprintf(why, whylen, "the backend in \"%s\" does not implement the store yet", path);
+		return false;
+	}
+	for (int kind = 0; kind < GI_KIND_COUNT; kind++)
+	{
+		const GiServiceKind *sk = gi_kind_get(kind);
+
+		if (sk && (ops->kinds[kind] == NULL || ops->kinds[kind]->search == NULL))
+		{
+			snprintf(why, whylen, "the backend in \"%s\" does not search %s stores",
+					 path, sk->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* the CUDA backend, or NULL with the reason in why */
 static const gi_backend_ops *
 load_cuda(char *why, size_t whylen)
@@ -72,18 +104,105 @@ load_cuda(char *why, size_t whylen)
 		snprintf(why, whylen, "\"%s\" has no usable entry point", path);
 		return NULL;
 	}
-	if (ops->device_count() <= 0)
+	if (ops->device_count == NULL || ops->device_count() <= 0)
 	{
-		snprintf(why, whylen, "no CUDA device found (%s)", ops->last_error());
+		snprintf(why, whylen, "no CUDA device found (%s)",
+				 ops->last_error ? ops->last_error() : "no device_count entry");
 		return NULL;
 	}
-	if (ops->store_create == NULL || ops->ivf_search == NULL)
-	{
-		snprintf(why, whylen, "the CUDA backend in \"%s\" does not implement the store yet (device: %s)",
-				 path, ops->device_name());
+	if (!backend_complete(ops, path, why, whylen))
 		return NULL;
-	}
 	return ops;
+}
+
+static void
+close_devices(const gi_backend_ops *ops)
+{
+	for (int i = 0; i < gi_ndevices; i++)
+		if (ops->device_close)
+			ops->device_close(gi_devices[i].dev);
+	gi_ndevices = 0;
+}
+
+/*
+ * Open every device of ops; false with the reason in why when none opens.
+ * A device that fails to open is left out with a LOG line.
+ */
+static bool
+open_devices(const gi_backend_ops *ops, char *why, size_t whylen)
+{
+	int			count = ops->device_count ? ops->device_count() : 1;
+
+	if (count <= 0)
+	{
+		snprintf(why, whylen, "the %s backend has no device", ops->name);
+		return false;
+	}
+	if (gi_devices)
+		pfree(gi_devices);
+	gi_devices = MemoryContextAllocZero(TopMemoryContext, sizeof(GiDevice) * count);
+	gi_ndevices = 0;
+	for (int ordinal = 0; ordinal < count; ordinal++)
+	{
+		GiDevice   *d = &gi_devices[gi_ndevices];
+		gi_status	st = ops->device_open(ordinal, &d->dev);
+
+		if (st != GI_OK)
+		{
+			snprintf(why, whylen, "device %d of the %s backend does not open: %s",
+					 ordinal, ops->name, ops->last_error());
+			ereport(LOG, (errmsg("gpuindex device service: %s", why)));
+			continue;
+		}
+		d->ordinal = ordinal;
+		strlcpy(d->name, ops->device_name(d->dev), sizeof(d->name));
+		gi_ndevices++;
+	}
+	return gi_ndevices > 0;
+}
+
+/* the backend gpuindex.device asks for, or NULL with the reason in why */
+static const gi_backend_ops *
+choose_backend(char *why, size_t whylen)
+{
+	const gi_backend_ops *ops;
+
+	switch (gi_device_choice)
+	{
+		case GI_DEVICE_CPU:
+			ops = gi_host_backend();
+			if (gi_debug_service_kmeans)
+			{
+				gi_host_ops_kmeans = *ops;
+				gi_host_ops_kmeans.kmeans_train = host_kmeans_train;
+				gi_host_ops_kmeans.kmeans_assign = gi_host_kmeans_assign;
+				ops = &gi_host_ops_kmeans;
+			}
+			return ops;
+		case GI_DEVICE_CUDA:
+			ops = load_cuda(why, whylen);
+			if (ops && !open_devices(ops, why, whylen))
+				ops = NULL;
+			if (ops == NULL)
+			{
+				snprintf(gi_ops_unavailable, sizeof(gi_ops_unavailable),
+						 "gpuindex.device is \"cuda\" but %s", why);
+				ereport(LOG, (errmsg("gpuindex device service: %s", gi_ops_unavailable)));
+			}
+			return ops;
+		case GI_DEVICE_AUTO:
+			ops = load_cuda(why, whylen);
+			if (ops && !open_devices(ops, why, whylen))
+				ops = NULL;
+			if (ops == NULL)
+			{
+				ereport(LOG,
+						(errmsg("gpuindex device service: using the host backend: %s", why)));
+				ops = gi_host_backend();
+			}
+			return ops;
+	}
+	return NULL;
 }
 
 void
@@ -91,42 +210,23 @@ gi_device_init(void)
 {
 	char		why[256] = "";
 
-	gi_ops = NULL;
 	gi_ops_unavailable[0] = '\0';
+	gi_ndevices = 0;
+	gi_ops = choose_backend(why, sizeof(why));
+	if (gi_ops == NULL)
+		return;
 
-	switch (gi_device_choice)
+	/* the host backend: its devices are opened here */
+	if (gi_ndevices == 0 && !open_devices(gi_ops, why, sizeof(why)))
 	{
-		case GI_DEVICE_CPU:
-			gi_ops = gi_host_backend();
-			if (gi_debug_service_kmeans)
-			{
-				gi_host_ops_kmeans = *gi_ops;
-				gi_host_ops_kmeans.kmeans_train = host_kmeans_train;
-				gi_host_ops_kmeans.kmeans_assign = gi_host_kmeans_assign;
-				gi_ops = &gi_host_ops_kmeans;
-			}
-			break;
-		case GI_DEVICE_CUDA:
-			gi_ops = load_cuda(why, sizeof(why));
-			if (gi_ops == NULL)
-			{
-				snprintf(gi_ops_unavailable, sizeof(gi_ops_unavailable),
-						 "gpuindex.device is \"cuda\" but %s", why);
-				ereport(LOG, (errmsg("gpuindex device service: %s", gi_ops_unavailable)));
-			}
-			break;
-		case GI_DEVICE_AUTO:
-			gi_ops = load_cuda(why, sizeof(why));
-			if (gi_ops == NULL)
-			{
-				ereport(LOG,
-						(errmsg("gpuindex device service: using the host backend: %s", why)));
-				gi_ops = gi_host_backend();
-			}
-			break;
+		close_devices(gi_ops);
+		snprintf(gi_ops_unavailable, sizeof(gi_ops_unavailable), "%s", why);
+		ereport(LOG, (errmsg("gpuindex device service: %s", gi_ops_unavailable)));
+		gi_ops = NULL;
+		return;
 	}
-	if (gi_ops)
+	for (int i = 0; i < gi_ndevices; i++)
 		ereport(LOG,
-				(errmsg("gpuindex device service: backend \"%s\" on %s",
-						gi_ops->name, gi_ops->device_name())));
+				(errmsg("gpuindex device service: backend \"%s\" on %s (device %d)",
+						gi_ops->name, gi_devices[i].name, gi_devices[i].ordinal)));
 }

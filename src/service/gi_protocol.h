@@ -92,7 +92,8 @@ typedef struct GiStoreKey
 /*
  * Fixed-size request arguments.  The generic ones are named; what a store
  * kind or the k-means job needs travels in kargs, as a struct of its own
- * (gi_ivf_protocol.h, gi_kmeans.h) read and written with GI_KARGS().
+ * (the kind's search parameters, e.g. gi_ivf_search_params of
+ * gi_kind_ivf.h; GiKmeansArgs below) read and written with GI_KARGS().
  */
 typedef struct GiReqArgs
 {
@@ -142,7 +143,8 @@ typedef struct GiServiceInfo
 	int			pid;
 	uint64		generation;
 	char		backend[16];	/* "cpu" / "cuda" */
-	char		device_name[128];
+	char		device_name[128];	/* the first device's */
+	uint32		devices;		/* devices the service uses */
 	uint64		requests;		/* requests answered */
 	uint64		rounds;			/* wake-ups that found work */
 	uint64		stores;

@@ -7,6 +7,7 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/spin.h"

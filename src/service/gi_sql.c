@@ -21,8 +21,6 @@ PG_FUNCTION_INFO_V1(gpuindex_ping_bench);
 PG_FUNCTION_INFO_V1(gpuindex_service);
 PG_FUNCTION_INFO_V1(gpuindex_store_stats);
 
-static const char *const metric_names[] = {"l2", "ip", "cosine"};
-
 /* one empty round trip through the service */
 Datum
 gpuindex_ping(PG_FUNCTION_ARGS)
@@ -76,8 +74,8 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	GiCall		call;
 	GiServiceInfo *info;
 	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[11];
+	bool		nulls[11] = {0};
 	TimestampTz started;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -103,6 +101,7 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	values[7] = Float8GetDatum(info->rounds ? (double) info->requests / info->rounds : 0.0);
 	values[8] = Int64GetDatum((int64) info->stores);
 	values[9] = Int64GetDatum((int64) info->bytes);
+	values[10] = Int32GetDatum((int32) info->devices);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -124,8 +123,8 @@ gpuindex_store_stats(PG_FUNCTION_ARGS)
 	for (uint64 i = 0; i < call.rargs.count; i++)
 	{
 		GiStoreStatRow *r = &rows[i];
-		Datum		values[21];
-		bool		nulls[21] = {0};
+		Datum		values[22];
+		bool		nulls[22] = {0};
 		char	   *relname = NULL;
 		int			c = 0;
 
@@ -140,11 +139,17 @@ gpuindex_store_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[c++] = true;
 		values[c++] = ObjectIdGetDatum(r->relfilenode);
-		values[c++] = CStringGetTextDatum(r->kind == GI_KIND_IVF_FLAT ? "ivf_flat" : "unknown");
+		values[c++] = CStringGetTextDatum(r->kind);
 		values[c++] = CStringGetTextDatum(r->backend);
 		values[c++] = CStringGetTextDatum(r->ready ? "ready" : "loading");
-		values[c++] = Int32GetDatum((int32) r->dim);
-		values[c++] = CStringGetTextDatum(r->metric < lengthof(metric_names) ? metric_names[r->metric] : "?");
+		if (r->dim > 0)
+			values[c++] = Int32GetDatum((int32) r->dim);
+		else
+			nulls[c++] = true;
+		if (r->metric[0] != '\0')
+			values[c++] = CStringGetTextDatum(r->metric);
+		else
+			nulls[c++] = true;
 		values[c++] = Int64GetDatum((int64) r->st.lists);
 		values[c++] = Int64GetDatum((int64) r->st.rows);
 		values[c++] = Int64GetDatum((int64) r->st.slabs_used);
@@ -157,6 +162,7 @@ gpuindex_store_stats(PG_FUNCTION_ARGS)
 		values[c++] = Int64GetDatum((int64) r->search_batches);
 		values[c++] = Float8GetDatum(r->search_batches ? (double) r->searches / r->search_batches : 0.0);
 		values[c++] = Int64GetDatum((int64) r->loads);
+		values[c++] = Int32GetDatum(r->device);
 		Assert(c == lengthof(values));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

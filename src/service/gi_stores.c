@@ -6,13 +6,15 @@
  * was loaded from so that REINDEX and TRUNCATE, which give the index new
  * pages, are noticed on the next request.  Lives in the service's
  * TopMemoryContext; the stores themselves are allocated by the backend
- * (host memory or device memory).
+ * (host memory or device memory) on the entry's device.
  */
 #include "postgres.h"
 
 #include "utils/memutils.h"
 
+#include "gi_device.h"
 #include "gi_service.h"
+#include "gi_stores.h"
 
 static HTAB *gi_stores = NULL;
 
@@ -33,6 +35,16 @@ GiStoreEntry *
 gi_store_lookup(const GiStoreKey *key)
 {
 	return hash_search(gi_stores, key, HASH_FIND, NULL);
+}
+
+GiStoreEntry *
+gi_store_of(const GiStoreKey *key, Oid relfilenode)
+{
+	GiStoreEntry *e = gi_store_lookup(key);
+
+	if (e && e->relfilenode != relfilenode)
+		return NULL;
+	return e;
 }
 
 GiStoreEntry *
@@ -59,10 +71,10 @@ gi_store_remove(GiStoreEntry *entry)
 	if (entry->store && gi_ops)
 		gi_ops->store_destroy(entry->store);
 	entry->store = NULL;
-	if (entry->centroids)
-		pfree(entry->centroids);
-	if (entry->tombstones)
-		hash_destroy(entry->tombstones);
+	if (entry->summary)
+		pfree(entry->summary);
+	if (entry->touched)
+		hash_destroy(entry->touched);
 	hash_search(gi_stores, &key, HASH_REMOVE, NULL);
 }
 
@@ -78,6 +90,16 @@ gi_stores_seq_init(HASH_SEQ_STATUS *status)
 	hash_seq_init(status, gi_stores);
 }
 
+static uint64
+store_bytes(GiStoreEntry *e)
+{
+	gi_store_stats st;
+
+	if (e->store && gi_ops->store_stats(e->store, &st) == GI_OK)
+		return st.bytes;
+	return 0;
+}
+
 uint64
 gi_stores_bytes(void)
 {
@@ -87,13 +109,30 @@ gi_stores_bytes(void)
 
 	hash_seq_init(&status, gi_stores);
 	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		gi_store_stats st;
-
-		if (e->store && gi_ops->store_stats(e->store, &st) == GI_OK)
-			total += st.bytes;
-	}
+		total += store_bytes(e);
 	return total;
+}
+
+int
+gi_stores_emptiest_device(void)
+{
+	uint64	   *bytes;
+	HASH_SEQ_STATUS status;
+	GiStoreEntry *e;
+	int			best = 0;
+
+	if (gi_ndevices <= 1)
+		return 0;
+	bytes = palloc0(sizeof(uint64) * gi_ndevices);
+	hash_seq_init(&status, gi_stores);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (e->device >= 0 && e->device < gi_ndevices)
+			bytes[e->device] += store_bytes(e);
+	for (int i = 1; i < gi_ndevices; i++)
+		if (bytes[i] < bytes[best])
+			best = i;
+	pfree(bytes);
+	return best;
 }
 
 uint64
@@ -108,43 +147,8 @@ gi_store_budget(GiStoreEntry *entry)
 		return 0;
 	hash_seq_init(&status, gi_stores);
 	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		gi_store_stats st;
-
-		if (e != entry && e->store && gi_ops->store_stats(e->store, &st) == GI_OK)
-			others += st.bytes;
-	}
+		if (e != entry)
+			others += store_bytes(e);
 	/* never 0, which would mean "no limit" */
 	return others >= limit ? 1 : limit - others;
-}
-
-void
-gi_tombstone_add(GiStoreEntry *entry, uint64 key)
-{
-	if (entry->tombstones == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(uint64);
-		ctl.hcxt = TopMemoryContext;
-		entry->tombstones = hash_create("gpuindex load tombstones", 1024, &ctl,
-										HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	(void) hash_search(entry->tombstones, &key, HASH_ENTER, NULL);
-}
-
-void
-gi_tombstone_remove(GiStoreEntry *entry, uint64 key)
-{
-	if (entry->tombstones)
-		(void) hash_search(entry->tombstones, &key, HASH_REMOVE, NULL);
-}
-
-bool
-gi_tombstone_has(GiStoreEntry *entry, uint64 key)
-{
-	return entry->tombstones &&
-		hash_search(entry->tombstones, &key, HASH_FIND, NULL) != NULL;
 }

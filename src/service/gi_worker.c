@@ -6,8 +6,10 @@
  *
  * One loop: collect every queued request (optionally lingering a few
  * microseconds for more, gpuindex.batch_linger_us), hand the whole round
- * to gi_dispatch_round(), which merges requests of one kind on one store
- * into one backend call, then sleep on the latch until a backend sets it.
+ * to gi_dispatch_round(), which merges the requests of each store into as
+ * few backend calls as it can, publish the answers, then sleep on the
+ * latch until a backend sets it.  Every request taken into a round is
+ * answered and its slot released, whatever happens to it.
  * The service is not connected to any database; backends read index pages
  * and send what the service needs.
  */
@@ -25,7 +27,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "gi_device.h"
+#include "gi_dispatch.h"
+#include "gi_kmeans_jobs.h"
 #include "gi_service.h"
+#include "gi_stores.h"
 
 PGDLLEXPORT void gi_service_main(Datum main_arg);
 
@@ -106,25 +112,31 @@ collect(GiWork *work, int nwork, int max)
 			w->slot = slot;
 			w->seg = NULL;
 			w->buf = slot->buf;
+			w->group = 0;
 			w->answered = false;
 		}
 	}
 	return nwork;
 }
 
-/* map payload segments; a vanished segment means the backend left */
-static int
+/*
+ * Map payload segments.  A request whose segment vanished (its backend
+ * left) or whose sizes do not fit its buffer is answered with an error
+ * here and stays in the round, so that finish_round releases its slot;
+ * the dispatcher passes over answered requests.
+ */
+static void
 attach_payloads(GiWork *work, int nwork)
 {
-	int			kept = 0;
-
 	for (int i = 0; i < nwork; i++)
 	{
 		GiWork	   *w = &work[i];
+		GiSlot	   *slot = w->slot;
+		Size		buflen = GI_SLOT_INLINE;
 
-		if (w->slot->dsm != DSM_HANDLE_INVALID)
+		if (slot->dsm != DSM_HANDLE_INVALID)
 		{
-			w->seg = dsm_attach(w->slot->dsm);
+			w->seg = dsm_attach(slot->dsm);
 			if (w->seg == NULL)
 			{
 				gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
@@ -132,10 +144,13 @@ attach_payloads(GiWork *work, int nwork)
 				continue;
 			}
 			w->buf = dsm_segment_address(w->seg);
+			buflen = dsm_segment_map_length(w->seg);
 		}
-		work[kept++] = *w;
+		if (slot->capacity > buflen || slot->in_size > slot->capacity)
+			gi_reply_error(w, ERRCODE_PROTOCOL_VIOLATION,
+						   "malformed gpuindex request: %zu bytes of payload, %zu of room, in a buffer of %zu",
+						   (size_t) slot->in_size, (size_t) slot->capacity, (size_t) buflen);
 	}
-	return kept;
 }
 
 /* publish answers and wake the backends */
@@ -246,7 +261,8 @@ gi_service_main(Datum main_arg)
 		MemoryContextSwitchTo(round_cxt);
 		PG_TRY();
 		{
-			nwork = attach_payloads(work, nwork);
+			gi_kmeans_maintain();
+			attach_payloads(work, nwork);
 			gi_dispatch_round(work, nwork);
 		}
 		PG_CATCH();

@@ -21,10 +21,11 @@ CREATE FUNCTION gpuindex_service(
 	OUT rounds bigint,
 	OUT mean_batch float8,
 	OUT stores bigint,
-	OUT bytes bigint)
+	OUT bytes bigint,
+	OUT devices integer)
 	AS 'MODULE_PATHNAME', 'gpuindex_service' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION gpuindex_service() IS
-	'the gpuindex device service: process, compute backend, request counters';
+	'the gpuindex device service: process, compute backend (device: its first device; devices: how many it uses), request counters';
 
 CREATE FUNCTION gpuindex_store_stats(
 	OUT dbid oid,
@@ -47,7 +48,8 @@ CREATE FUNCTION gpuindex_store_stats(
 	OUT searches bigint,
 	OUT search_batches bigint,
 	OUT mean_batch_size float8,
-	OUT loads bigint)
+	OUT loads bigint,
+	OUT device integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuindex_store_stats' LANGUAGE C VOLATILE STRICT;
 

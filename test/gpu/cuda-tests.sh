@@ -1,7 +1,7 @@
 #!/bin/bash
 # The CUDA backend's own tests on a GPU host (no PostgreSQL needed):
-# the differential test against the host backend (test_cuda_backend.c,
-# including k-means training and assignment),
+# the differential test against the host backend (harness.c and one
+# test_*.c per store kind: store, IVF, posting lists, k-means),
 # then the same under compute-sanitizer memcheck and racecheck (shorter
 # runs: the sanitizers slow kernels down by 10-100x).
 #

@@ -9,8 +9,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
 
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
-dir=${1:-/tmp/gpuindex-restart-test}
-port=${GPUINDEX_TEST_PORT_RESTART:-54393}
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-restart-test}
+port=$((${GPUINDEX_TEST_PORT_RESTART:-54393} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"
 trap 'cluster_stop "$dir"' EXIT
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }

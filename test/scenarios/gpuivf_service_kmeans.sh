@@ -16,8 +16,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
 
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
-dir=${1:-/tmp/gpuindex-kmeans-test}
-port=${GPUINDEX_TEST_PORT_KMEANS:-54397}
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-kmeans-test}
+port=$((${GPUINDEX_TEST_PORT_KMEANS:-54397} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"
 trap 'cluster_stop "$dir"' EXIT
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }

@@ -9,8 +9,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
 
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
-dir=${1:-/tmp/gpuindex-window-test}
-port=${GPUINDEX_TEST_PORT_WINDOW:-54396}
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-window-test}
+port=$((${GPUINDEX_TEST_PORT_WINDOW:-54396} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 W=4000
 B=500
 steps=24

@@ -1,9 +1,11 @@
 /*
  * test_host_store.c
- *		cmocka tests of the host slab list store and the host IVF search.
+ *		cmocka tests of the host slab list store, its key modes, the host
+ *		IVF kind and the host k-means.
  *
  * Everything is checked against references written here, never against
- * the code under test: a per-key model of the store contents, and a brute
+ * the code under test: a per-key model of the store contents, a (key,
+ * list) grid for the posting-list mode (GI_KEYS_PER_LIST), and a brute
  * force k-NN computed from the test's own copy of the vectors.  After
  * mutations gi_host_store_check() verifies the internal invariants too.
  */
@@ -56,7 +58,7 @@ rng_float(void)
 
 static gi_store *
 new_store(uint32_t nlists, uint32_t record_bytes, uint32_t chunk,
-		  bool unique, uint64_t limit)
+		  gi_key_mode key_mode, uint64_t limit)
 {
 	gi_store_params p;
 	gi_store   *s = NULL;
@@ -66,7 +68,7 @@ new_store(uint32_t nlists, uint32_t record_bytes, uint32_t chunk,
 	p.nlists = nlists;
 	p.record_bytes = record_bytes;
 	p.chunk_slabs = chunk;
-	p.unique_keys = unique;
+	p.key_mode = key_mode;
 	p.memory_limit = limit;
 	st = ops->store_create(&p, &s);
 	if (st != GI_OK)
@@ -205,10 +207,51 @@ test_backend_identity(void **state)
 {
 	(void) state;
 	assert_string_equal(ops->name, "cpu");
-	assert_int_equal(ops->device_count(), 1);
-	assert_string_equal(ops->device_name(), "host CPU");
-	assert_non_null(ops->ivf_search);
 	assert_ptr_equal(gi_host_backend(), ops);
+	assert_non_null(ops->kinds[GI_KIND_IVF]);
+	assert_non_null(ops->kinds[GI_KIND_IVF]->set_state);
+	assert_non_null(ops->kinds[GI_KIND_IVF]->search);
+	assert_null(ops->kinds[GI_KIND_NONE]);
+	assert_null(ops->kinds[GI_KIND_SPARSE]);
+	assert_null(ops->kinds[GI_KIND_KEYWORD]);
+}
+
+/* the host is one device, ordinal 0; stores live on it */
+static void
+test_devices(void **state)
+{
+	gi_device  *d = NULL;
+	gi_device  *other = (gi_device *) 0x1;
+	gi_store_params p;
+	gi_store   *s = NULL;
+
+	(void) state;
+	assert_int_equal(ops->device_count(), 1);
+	assert_int_equal(ops->device_open(0, &d), GI_OK);
+	assert_non_null(d);
+	assert_string_equal(ops->device_name(d), "host CPU");
+	assert_int_equal(ops->device_open(1, &other), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "ordinal"));
+	assert_int_equal(ops->device_open(-1, &other), GI_ERR_INVALID);
+	assert_int_equal(ops->device_open(0, NULL), GI_ERR_INVALID);
+
+	/* a store on the opened device, and on the default one (NULL) */
+	memset(&p, 0, sizeof(p));
+	p.nlists = 2;
+	p.record_bytes = 4;
+	p.device = d;
+	assert_int_equal(ops->store_create(&p, &s), GI_OK);
+	check_store(s);
+	ops->store_destroy(s);
+	p.device = NULL;
+	assert_int_equal(ops->store_create(&p, &s), GI_OK);
+	ops->store_destroy(s);
+	/* a device object that is not the host's */
+	p.device = (gi_device *) &p;
+	s = (gi_store *) 0x1;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
+	assert_null(s);
+	ops->device_close(d);
 }
 
 static void
@@ -235,6 +278,14 @@ test_create_invalid(void **state)
 	p.record_bytes = 6;
 	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
 	assert_non_null(strstr(ops->last_error(), "multiple of 4"));
+
+	/* an unknown key mode */
+	p.record_bytes = 16;
+	p.key_mode = GI_KEYS_PER_LIST + 1;
+	assert_int_equal(ops->store_create(&p, &s), GI_ERR_INVALID);
+	assert_null(s);
+	assert_non_null(strstr(ops->last_error(), "key mode"));
+	p.key_mode = GI_KEYS_ANY;
 
 	/* a limit too small for the empty store itself */
 	p.record_bytes = 16;
@@ -265,7 +316,7 @@ test_create_invalid(void **state)
 static void
 test_insert_delete_basic(void **state)
 {
-	gi_store   *s = new_store(3, 8, 4, false, 0);
+	gi_store   *s = new_store(3, 8, 4, GI_KEYS_ANY, 0);
 	uint32_t	lists[5] = {0, 1, 2, 1, 0};
 	uint64_t	keys[5] = {10, 11, 12, 13, 14};
 	uint32_t	pay[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
@@ -338,7 +389,7 @@ test_insert_delete_basic(void **state)
 static void
 test_extreme_keys(void **state)
 {
-	gi_store   *s = new_store(2, 4, 1, true, 0);
+	gi_store   *s = new_store(2, 4, 1, GI_KEYS_UNIQUE, 0);
 	uint64_t	keys[4] = {0, UINT64_MAX, UINT64_MAX - 1, gi_tid_to_key(UINT32_MAX, 0xFFFF)};
 	uint32_t	v = 7;
 	int			i;
@@ -363,7 +414,7 @@ test_payload_roundtrip(void **state)
 	{
 		N = 100, W = 3
 	};
-	gi_store   *s = new_store(1, W * 4, 2, false, 0);
+	gi_store   *s = new_store(1, W * 4, 2, GI_KEYS_ANY, 0);
 	uint32_t	lists[N];
 	uint64_t	keys[N];
 	uint32_t	pay[N * W];
@@ -438,7 +489,7 @@ test_payload_roundtrip(void **state)
 static void
 test_slab_reuse_simple(void **state)
 {
-	gi_store   *s = new_store(3, 4, 2, false, 0);
+	gi_store   *s = new_store(3, 4, 2, GI_KEYS_ANY, 0);
 	uint32_t	v = 1;
 	uint32_t	freed;
 	gi_store_stats st;
@@ -482,7 +533,7 @@ test_slab_reuse_sliding_window(void **state)
 	{
 		NL = 8, W = 2000, B = 100, STEPS = 600, WARM = 20
 	};
-	gi_store   *s = new_store(NL, 8, 4, true, 0);
+	gi_store   *s = new_store(NL, 8, 4, GI_KEYS_UNIQUE, 0);
 	uint64_t	next_key = 0;
 	uint64_t	oldest = 0;
 	uint64_t	total_after_warmup = 0;
@@ -540,7 +591,7 @@ test_slab_reuse_sliding_window(void **state)
 static void
 test_idempotent_delete(void **state)
 {
-	gi_store   *s = new_store(2, 4, 1, false, 0);
+	gi_store   *s = new_store(2, 4, 1, GI_KEYS_ANY, 0);
 	uint32_t	v = 3;
 	uint64_t	batch[6] = {5, 5, 6, 77, 5, 6};
 	uint64_t	n;
@@ -566,8 +617,8 @@ test_idempotent_delete(void **state)
 static void
 test_unique_keys(void **state)
 {
-	gi_store   *u = new_store(4, 4, 1, true, 0);
-	gi_store   *m = new_store(4, 4, 1, false, 0);
+	gi_store   *u = new_store(4, 4, 1, GI_KEYS_UNIQUE, 0);
+	gi_store   *m = new_store(4, 4, 1, GI_KEYS_ANY, 0);
 	uint32_t	lists[4] = {0, 1, 2, 0};
 	uint64_t	keys[4] = {5, 5, 6, 6};
 	uint32_t	pay[4] = {1, 2, 3, 4};
@@ -599,7 +650,7 @@ test_unique_keys(void **state)
 	assert_int_equal(n, 1);
 	check_store(u);
 
-	/* without unique_keys every record is kept */
+	/* with GI_KEYS_ANY every record is kept */
 	assert_int_equal(ops->store_insert(m, 4, lists, keys, pay, &n), GI_OK);
 	assert_int_equal(n, 4);
 	assert_int_equal(stats_of(m).rows, 4);
@@ -617,7 +668,7 @@ test_multi_posting(void **state)
 	{
 		NL = 10
 	};
-	gi_store   *s = new_store(NL, 4, 2, false, 0);
+	gi_store   *s = new_store(NL, 4, 2, GI_KEYS_ANY, 0);
 	uint32_t	l[NL];
 	uint32_t	seen[NL] = {0};
 	uint32_t	v;
@@ -673,7 +724,7 @@ test_memory_limit(void **state)
 			RB = 512, FIT = 6 * GI_SLAB_RECORDS
 		};
 		static uint32_t pays[8 * (RB / 4)];
-		gi_store   *probe = new_store(2, RB, 6, true, 0);
+		gi_store   *probe = new_store(2, RB, 6, GI_KEYS_UNIQUE, 0);
 		uint64_t	limit;
 		gi_store   *s;
 		uint64_t	key;
@@ -689,7 +740,7 @@ test_memory_limit(void **state)
 		limit = st.bytes;
 		ops->store_destroy(probe);
 
-		s = new_store(2, RB, 4, true, limit);
+		s = new_store(2, RB, 4, GI_KEYS_UNIQUE, limit);
 		for (key = 0; status == GI_OK && key < 10 * FIT; key += 8)
 		{
 			uint32_t	lists[8] = {0};
@@ -743,7 +794,7 @@ test_memory_limit(void **state)
 	 * 64-entry key map, which the 43rd key needs (load factor 2/3).
 	 */
 	{
-		gi_store   *probe = new_store(1, 4, 2, false, 0);
+		gi_store   *probe = new_store(1, 4, 2, GI_KEYS_ANY, 0);
 		uint64_t	base = stats_of(probe).bytes;
 		uint64_t	two_slabs;
 		gi_store   *s;
@@ -756,7 +807,7 @@ test_memory_limit(void **state)
 		two_slabs = stats_of(probe).bytes - base;
 		ops->store_destroy(probe);
 
-		s = new_store(1, 4, 1, false, base + two_slabs + 100);
+		s = new_store(1, 4, 1, GI_KEYS_ANY, base + two_slabs + 100);
 		for (key = 0; status == GI_OK && key < 1000; key++)
 			status = ops->store_insert(s, 1, (uint32_t[]) {0}, &key, &v, &n);
 		assert_int_equal(status, GI_ERR_LIMIT);
@@ -781,12 +832,6 @@ test_memory_limit(void **state)
 }
 
 /*
- * Make the allocator fail at every possible point of a batch that grows
- * both the pool and the key map: each time the status is GI_ERR_NOMEM (or
- * GI_OK when the batch needed fewer allocations), the store is consistent,
- * holds exactly the reported prefix, and works once memory is back.
- */
-/*
  * The service lowers and raises a store's limit as other stores grow and
  * shrink: a lowered limit stops growth, a raised one lets it resume.
  */
@@ -794,7 +839,7 @@ static void
 test_set_limit(void **state)
 {
 	static uint32_t pay[4];
-	gi_store   *s = new_store(1, sizeof(pay), 1, true, 0);
+	gi_store   *s = new_store(1, sizeof(pay), 1, GI_KEYS_UNIQUE, 0);
 	gi_store_stats st;
 	uint64_t	key;
 	uint64_t	list_key;
@@ -819,6 +864,12 @@ test_set_limit(void **state)
 	ops->store_destroy(s);
 }
 
+/*
+ * Make the allocator fail at every possible point of a batch that grows
+ * both the pool and the key map: each time the status is GI_ERR_NOMEM (or
+ * GI_OK when the batch needed fewer allocations), the store is consistent,
+ * holds exactly the reported prefix, and works once memory is back.
+ */
 static void
 test_alloc_failure(void **state)
 {
@@ -842,7 +893,7 @@ test_alloc_failure(void **state)
 	}
 	for (after = 0; after < 200 && !reached_ok; after++)
 	{
-		gi_store   *s = new_store(5, 4, 2, false, 0);
+		gi_store   *s = new_store(5, 4, 2, GI_KEYS_ANY, 0);
 		uint64_t	n = 12345;
 		gi_status	st;
 		uint32_t	j;
@@ -968,14 +1019,29 @@ model_compare(gi_store *s, model_key *mk, uint32_t nkeys, uint32_t nlists,
 					 want->v[x].w[1]);
 }
 
+/* would the key mode skip a record of model key k in list? */
+static bool
+model_forbids(gi_key_mode mode, const model_key *k, uint32_t list)
+{
+	uint32_t	r;
+
+	if (mode == GI_KEYS_UNIQUE)
+		return k->n > 0;
+	if (mode == GI_KEYS_PER_LIST)
+		for (r = 0; r < k->n; r++)
+			if (k->v[r].list == list)
+				return true;
+	return false;
+}
+
 static void
-run_differential(bool unique, uint32_t nops, uint64_t seed)
+run_differential(gi_key_mode mode, uint32_t nops, uint64_t seed)
 {
 	enum
 	{
 		NL = 37, NKEYS = 20000, EVERY = 1000
 	};
-	gi_store   *s = new_store(NL, 8, 8, unique, 0);
+	gi_store   *s = new_store(NL, 8, 8, mode, 0);
 	model_key  *mk = calloc(NKEYS, sizeof(model_key));
 	uint64_t	model_rows = 0;
 	uint64_t	exp_inserts = 0;
@@ -1026,7 +1092,7 @@ run_differential(bool unique, uint32_t nops, uint64_t seed)
 			{
 				model_key  *k = &mk[idx[i]];
 
-				if (unique && k->n > 0)
+				if (model_forbids(mode, k, lists[i]))
 					continue;
 				if (k->n == k->cap)
 				{
@@ -1128,14 +1194,1011 @@ static void
 test_random_differential(void **state)
 {
 	(void) state;
-	run_differential(false, 200000, UINT64_C(0x5EED0001));
+	run_differential(GI_KEYS_ANY, 200000, UINT64_C(0x5EED0001));
 }
 
 static void
 test_random_differential_unique(void **state)
 {
 	(void) state;
-	run_differential(true, 60000, UINT64_C(0x5EED0002));
+	run_differential(GI_KEYS_UNIQUE, 60000, UINT64_C(0x5EED0002));
+}
+
+static void
+test_random_differential_per_list(void **state)
+{
+	(void) state;
+	run_differential(GI_KEYS_PER_LIST, 100000, UINT64_C(0x5EED0003));
+}
+
+/* ---- posting-list store: GI_KEYS_PER_LIST -------------------------------- */
+
+/*
+ * The model of a posting-list store: a dense (key index, list) grid of
+ * live flags and 4-byte payloads.  Insert applies records in order and
+ * skips a live (key, list) cell; delete clears a key's row of cells.
+ */
+typedef struct pl_model
+{
+	uint32_t	nkeys;
+	uint32_t	nlists;
+	uint8_t    *live;			/* [nkeys * nlists] */
+	uint32_t   *pay;			/* [nkeys * nlists] */
+	uint64_t	rows;
+	uint64_t	inserts;
+	uint64_t	deletes;
+} pl_model;
+
+/* store key of model key i: TID-like, neighbours differ in the low bits */
+static uint64_t
+pl_key(uint32_t i)
+{
+	return gi_tid_to_key(i / 3, (uint16_t) (i % 3 + 1));
+}
+
+/* model key index of a store key, or UINT32_MAX when none */
+static uint32_t
+pl_index(const pl_model *m, uint64_t key)
+{
+	uint64_t	off = gi_key_offset(key);
+	uint64_t	i = (uint64_t) gi_key_block(key) * 3 + off - 1;
+
+	if (off < 1 || off > 3 || (key >> 48) != 0 || i >= m->nkeys)
+		return UINT32_MAX;
+	return (uint32_t) i;
+}
+
+static void
+pl_model_init(pl_model *m, uint32_t nkeys, uint32_t nlists)
+{
+	memset(m, 0, sizeof(*m));
+	m->nkeys = nkeys;
+	m->nlists = nlists;
+	m->live = calloc((size_t) nkeys * nlists, 1);
+	m->pay = calloc((size_t) nkeys * nlists, sizeof(uint32_t));
+	assert_non_null(m->live);
+	assert_non_null(m->pay);
+}
+
+static void
+pl_model_free(pl_model *m)
+{
+	free(m->live);
+	free(m->pay);
+}
+
+/*
+ * Apply records in order until max_accept of them are accepted; returns
+ * how many were.
+ */
+static uint64_t
+pl_model_insert(pl_model *m, uint32_t n, const uint32_t *kidx,
+				const uint32_t *lists, const uint32_t *pays,
+				uint64_t max_accept)
+{
+	uint64_t	done = 0;
+	uint32_t	i;
+
+	for (i = 0; i < n && done < max_accept; i++)
+	{
+		size_t		c = (size_t) kidx[i] * m->nlists + lists[i];
+
+		if (m->live[c])
+			continue;
+		m->live[c] = 1;
+		m->pay[c] = pays[i];
+		done++;
+	}
+	m->rows += done;
+	m->inserts += done;
+	return done;
+}
+
+/* records of model key k */
+static uint64_t
+pl_model_key_rows(const pl_model *m, uint32_t k)
+{
+	uint64_t	n = 0;
+	uint32_t	l;
+
+	for (l = 0; l < m->nlists; l++)
+		n += m->live[(size_t) k * m->nlists + l];
+	return n;
+}
+
+static uint64_t
+pl_model_delete(pl_model *m, uint32_t n, const uint32_t *kidx)
+{
+	uint64_t	done = 0;
+	uint32_t	i;
+	uint32_t	l;
+
+	for (i = 0; i < n; i++)
+		for (l = 0; l < m->nlists; l++)
+		{
+			size_t		c = (size_t) kidx[i] * m->nlists + l;
+
+			done += m->live[c];
+			m->live[c] = 0;
+		}
+	m->rows -= done;
+	m->deletes += done;
+	return done;
+}
+
+/* insert into store and model alike; ninserted must agree */
+static void
+pl_insert(gi_store *s, pl_model *m, uint32_t n, const uint32_t *kidx,
+		  const uint32_t *lists, const uint32_t *pays)
+{
+	uint64_t   *keys = malloc(sizeof(uint64_t) * (n + 1));
+	uint64_t	got = 12345;
+	uint64_t	want;
+	uint32_t	i;
+
+	assert_non_null(keys);
+	for (i = 0; i < n; i++)
+		keys[i] = pl_key(kidx[i]);
+	if (ops->store_insert(s, n, lists, keys, pays, &got) != GI_OK)
+		fail_msg("insert: %s", ops->last_error());
+	want = pl_model_insert(m, n, kidx, lists, pays, UINT64_MAX);
+	assert_int_equal(got, want);
+	free(keys);
+}
+
+static void
+pl_delete(gi_store *s, pl_model *m, uint32_t n, const uint32_t *kidx)
+{
+	uint64_t   *keys = malloc(sizeof(uint64_t) * (n + 1));
+	uint64_t	got = 12345;
+	uint32_t	i;
+
+	assert_non_null(keys);
+	for (i = 0; i < n; i++)
+		keys[i] = pl_key(kidx[i]);
+	assert_int_equal(ops->store_delete(s, n, keys, &got), GI_OK);
+	assert_int_equal(got, pl_model_delete(m, n, kidx));
+	free(keys);
+}
+
+typedef struct pl_walk
+{
+	const pl_model *m;
+	uint32_t	list;
+	uint8_t    *seen;			/* [nkeys * nlists] */
+	uint64_t	n;
+} pl_walk;
+
+static bool
+pl_walk_cb(uint64_t key, uint32_t row, const void *payload, void *arg)
+{
+	pl_walk    *w = arg;
+	uint32_t	k = pl_index(w->m, key);
+	uint32_t	p;
+	size_t		c;
+
+	(void) row;
+	memcpy(&p, payload, sizeof(p));
+	if (k == UINT32_MAX)
+		fail_msg("list %u holds key %llu that the model never had", w->list,
+				 (unsigned long long) key);
+	c = (size_t) k * w->m->nlists + w->list;
+	if (!w->m->live[c])
+		fail_msg("list %u holds key %u, not live in the model", w->list, k);
+	if (w->seen[c])
+		fail_msg("list %u holds key %u twice", w->list, k);
+	if (w->m->pay[c] != p)
+		fail_msg("list %u key %u: payload %08x, model %08x", w->list, k, p,
+				 w->m->pay[c]);
+	w->seen[c] = 1;
+	w->n++;
+	return true;
+}
+
+/*
+ * The store against the model: invariants, stats, every list through
+ * foreach and every key through lookup and row.
+ */
+static void
+pl_compare(gi_store *s, const pl_model *m)
+{
+	gi_store_stats st = stats_of(s);
+	uint8_t    *seen = calloc((size_t) m->nkeys * m->nlists, 1);
+	uint32_t   *lists = malloc(sizeof(uint32_t) * m->nlists);
+	uint32_t   *rows = malloc(sizeof(uint32_t) * m->nlists);
+	uint64_t	live_keys = 0;
+	pl_walk		w;
+	uint32_t	k;
+	uint32_t	l;
+
+	assert_non_null(seen);
+	assert_non_null(lists);
+	assert_non_null(rows);
+	check_store(s);
+
+	memset(&w, 0, sizeof(w));
+	w.m = m;
+	w.seen = seen;
+	for (l = 0; l < m->nlists; l++)
+	{
+		uint64_t	before = w.n;
+		uint64_t	want = 0;
+
+		int64_t		visited;
+
+		w.list = l;
+		visited = gi_host_store_foreach(s, l, pl_walk_cb, &w);
+		assert_int_equal(visited, (int64_t) (w.n - before));
+		for (k = 0; k < m->nkeys; k++)
+			want += m->live[(size_t) k * m->nlists + l];
+		assert_int_equal(w.n - before, want);
+	}
+	assert_int_equal(w.n, m->rows);
+
+	for (k = 0; k < m->nkeys; k++)
+	{
+		uint64_t	want = pl_model_key_rows(m, k);
+		uint32_t	n = gi_host_store_lookup(s, pl_key(k), lists, rows, m->nlists);
+		uint32_t	j;
+
+		assert_int_equal(n, want);
+		live_keys += want > 0;
+		for (j = 0; j < n; j++)
+		{
+			size_t		c = (size_t) k * m->nlists + lists[j];
+			uint32_t	list;
+			uint64_t	key;
+			uint32_t	p;
+
+			assert_true(lists[j] < m->nlists);
+			assert_true(m->live[c]);
+			assert_int_equal(seen[c], 1);	/* found by foreach, and once here */
+			seen[c] = 2;
+			assert_true(gi_host_store_row(s, rows[j], &list, &key, &p));
+			assert_int_equal(list, lists[j]);
+			assert_int_equal(key, pl_key(k));
+			assert_int_equal(p, m->pay[c]);
+		}
+	}
+
+	assert_int_equal(st.rows, m->rows);
+	assert_int_equal(st.keys, live_keys);
+	assert_int_equal(st.payload_bytes, m->rows * 4);
+	assert_int_equal(st.inserts, m->inserts);
+	assert_int_equal(st.deletes, m->deletes);
+	free(seen);
+	free(lists);
+	free(rows);
+}
+
+/* repeated pairs in one call and across calls; the first record wins */
+static void
+test_per_list_skip(void **state)
+{
+	gi_store   *s = new_store(4, 4, 1, GI_KEYS_PER_LIST, 0);
+	gi_store   *any = new_store(4, 4, 1, GI_KEYS_ANY, 0);
+	gi_store   *uniq = new_store(4, 4, 1, GI_KEYS_UNIQUE, 0);
+	pl_model	m;
+	uint32_t	kidx[7] = {5, 5, 5, 6, 6, 5, 7};
+	uint32_t	lists[7] = {0, 1, 0, 0, 0, 1, 3};
+	uint32_t	pays[7] = {1, 2, 3, 4, 5, 6, 7};
+	uint64_t	keys[7];
+	uint64_t	n;
+	uint32_t	i;
+
+	(void) state;
+	pl_model_init(&m, 16, 4);
+	for (i = 0; i < 7; i++)
+		keys[i] = pl_key(kidx[i]);
+
+	/* (5,0), (5,1), (6,0), (7,3) go in; the repeats of (5,0) (6,0) (5,1) not */
+	assert_int_equal(ops->store_insert(s, 7, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(pl_model_insert(&m, 7, kidx, lists, pays, UINT64_MAX), 4);
+	pl_compare(s, &m);
+	assert_int_equal(m.pay[5 * 4 + 0], 1);
+
+	/* all of them again: every pair is present */
+	assert_int_equal(ops->store_insert(s, 7, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 0);
+	pl_compare(s, &m);
+
+	/* present pairs among new ones: only the new go in */
+	{
+		uint32_t	k2[5] = {5, 5, 6, 6, 5};
+		uint32_t	l2[5] = {2, 0, 3, 3, 3};
+		uint32_t	p2[5] = {10, 11, 12, 13, 14};
+
+		pl_insert(s, &m, 5, k2, l2, p2);
+		assert_int_equal(stats_of(s).rows, 7);
+		pl_compare(s, &m);
+	}
+	assert_int_equal(gi_host_store_lookup(s, pl_key(5), NULL, NULL, 0), 4);
+
+	/* delete, then the same pairs come back, with the new payloads */
+	{
+		uint32_t	d[3] = {5, 5, 9};
+		uint32_t	p3[7] = {21, 22, 23, 24, 25, 26, 27};
+
+		pl_delete(s, &m, 3, d);
+		pl_compare(s, &m);
+		pl_insert(s, &m, 7, kidx, lists, p3);
+		assert_int_equal(m.pay[5 * 4 + 0], 21);
+		assert_int_equal(gi_host_store_lookup(s, pl_key(5), NULL, NULL, 0), 2);
+		pl_compare(s, &m);
+	}
+
+	/* the other modes on the same first batch */
+	assert_int_equal(ops->store_insert(any, 7, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 7);
+	assert_int_equal(ops->store_insert(uniq, 7, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 3);
+	check_store(any);
+	check_store(uniq);
+
+	pl_model_free(&m);
+	ops->store_destroy(s);
+	ops->store_destroy(any);
+	ops->store_destroy(uniq);
+}
+
+/* Fisher-Yates with the test PRNG */
+static void
+shuffle_u32(uint32_t *v, uint32_t n)
+{
+	uint32_t	i;
+
+	for (i = n; i > 1; i--)
+	{
+		uint32_t	j = rng_below(i);
+		uint32_t	t = v[i - 1];
+
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+}
+
+/*
+ * Keys owning from 1 to 2,000 records each, across 2,000 lists, loaded in
+ * shuffled batches that repeat pairs within and across calls; then half
+ * the keys deleted and re-inserted.
+ */
+static void
+test_per_list_many_records(void **state)
+{
+	enum
+	{
+		NL = 2000, NK = 40
+	};
+	gi_store   *s = new_store(NL, 4, 64, GI_KEYS_PER_LIST, 0);
+	pl_model	m;
+	uint32_t   *perm = malloc(sizeof(uint32_t) * NL);
+	uint32_t   *rk;				/* every record: key index */
+	uint32_t   *rl;				/* and list */
+	uint32_t   *bk;				/* one batch */
+	uint32_t   *bl;
+	uint32_t   *bp;
+	uint32_t   *order;
+	uint32_t	total = 0;
+	uint32_t	pos;
+	uint32_t	k;
+	uint32_t	i;
+
+	(void) state;
+	rng_seed(0xB0B0);
+	pl_model_init(&m, NK, NL);
+	rk = malloc(sizeof(uint32_t) * NK * NL);
+	rl = malloc(sizeof(uint32_t) * NK * NL);
+	order = malloc(sizeof(uint32_t) * NK * NL);
+	bk = malloc(sizeof(uint32_t) * 2 * NL);
+	bl = malloc(sizeof(uint32_t) * 2 * NL);
+	bp = malloc(sizeof(uint32_t) * 2 * NL);
+	assert_true(perm && rk && rl && order && bk && bl && bp);
+
+	/* key k owns 1 + k * 1999 / 39 records: 1 for the first, 2000 for the last */
+	for (i = 0; i < NL; i++)
+		perm[i] = i;
+	for (k = 0; k < NK; k++)
+	{
+		uint32_t	c = 1 + k * (NL - 1) / (NK - 1);
+
+		shuffle_u32(perm, NL);
+		for (i = 0; i < c; i++)
+		{
+			rk[total] = k;
+			rl[total] = perm[i];
+			total++;
+		}
+	}
+	for (i = 0; i < total; i++)
+		order[i] = i;
+	shuffle_u32(order, total);
+
+	/* batches of up to NL records, a tenth of them repeats */
+	for (pos = 0; pos < total;)
+	{
+		uint32_t	want = 1 + rng_below(NL);
+		uint32_t	n = 0;
+
+		while (n < want && pos < total)
+		{
+			if (n > 0 && rng_below(10) == 0)
+			{
+				/* a pair from earlier in this batch or from before */
+				uint32_t	from = rng_below(2) ? rng_below(n) : UINT32_MAX;
+
+				if (from != UINT32_MAX)
+				{
+					bk[n] = bk[from];
+					bl[n] = bl[from];
+				}
+				else
+				{
+					uint32_t	r = order[rng_below(pos + 1)];
+
+					bk[n] = rk[r];
+					bl[n] = rl[r];
+				}
+			}
+			else
+			{
+				bk[n] = rk[order[pos]];
+				bl[n] = rl[order[pos]];
+				pos++;
+			}
+			bp[n] = (uint32_t) rng_next();
+			n++;
+		}
+		pl_insert(s, &m, n, bk, bl, bp);
+		pl_compare(s, &m);
+	}
+	assert_int_equal(m.rows, total);
+	assert_int_equal(gi_host_store_lookup(s, pl_key(0), NULL, NULL, 0), 1);
+	assert_int_equal(gi_host_store_lookup(s, pl_key(NK - 1), NULL, NULL, 0), NL);
+
+	/* delete the odd keys (with repeats and an unknown key in the batch) */
+	{
+		uint32_t	d[NK];
+		uint32_t	nd = 0;
+
+		for (k = 1; k < NK; k += 2)
+		{
+			d[nd++] = k;
+			if (k % 5 == 0)
+				d[nd++] = k;
+		}
+		pl_delete(s, &m, nd, d);
+		pl_compare(s, &m);
+		/* a second time: nothing left to delete */
+		pl_delete(s, &m, nd, d);
+	}
+
+	/* re-insert them with new payloads: all go in again */
+	{
+		uint32_t	n = 0;
+		uint64_t	before = m.rows;
+
+		for (i = 0; i < total; i++)
+		{
+			if (rk[i] % 2 == 0)
+				continue;
+			bk[n] = rk[i];
+			bl[n] = rl[i];
+			bp[n] = (uint32_t) rng_next();
+			if (++n == 2 * NL)
+			{
+				pl_insert(s, &m, n, bk, bl, bp);
+				n = 0;
+			}
+		}
+		pl_insert(s, &m, n, bk, bl, bp);
+		assert_int_equal(m.rows, total);
+		assert_true(m.rows > before);
+		pl_compare(s, &m);
+	}
+
+	/* everything goes: every slab back on the free stack */
+	for (k = 0; k < NK; k++)
+		pl_delete(s, &m, 1, &k);
+	pl_compare(s, &m);
+	assert_int_equal(stats_of(s).slabs_used, 0);
+
+	pl_model_free(&m);
+	free(perm);
+	free(rk);
+	free(rl);
+	free(order);
+	free(bk);
+	free(bl);
+	free(bp);
+	ops->store_destroy(s);
+}
+
+/*
+ * What a list of the big-key test must hold: (big, l) with payload
+ * l ^ 0xB16B16 once, and other keys o (offset 1) where l == o * 31 % NL,
+ * payload o.
+ */
+typedef struct big_walk
+{
+	uint64_t	big;
+	uint32_t	list;
+	uint8_t    *big_seen;		/* [NL] */
+	uint64_t	n;
+} big_walk;
+
+static bool
+big_walk_cb(uint64_t key, uint32_t row, const void *payload, void *arg)
+{
+	big_walk   *w = arg;
+	uint32_t	p;
+
+	(void) row;
+	memcpy(&p, payload, sizeof(p));
+	if (key == w->big)
+	{
+		if (w->big_seen[w->list]++ != 0)
+			fail_msg("list %u holds the big key twice", w->list);
+		if (p != (w->list ^ 0xB16B16u))
+			fail_msg("list %u: the big key's payload %08x is a repeat's", w->list, p);
+	}
+	else
+	{
+		uint32_t	o = gi_key_block(key);
+
+		if (gi_key_offset(key) != 1 || o >= 100000 ||
+			(uint32_t) (((uint64_t) o * 31) % 100000) != w->list || p != o)
+			fail_msg("list %u holds key %llu payload %u, not in the model",
+					 w->list, (unsigned long long) key, p);
+	}
+	w->n++;
+	return true;
+}
+
+/* map and chain steps per record above which the work is not linear */
+#define PL_STEPS_PER_RECORD 8
+
+/*
+ * One key owning 100,000 records (one per list), inserted in one call,
+ * then in 100 calls of 1,000 interleaved with other keys, repeats and
+ * all, and deleted: the store's step count stays proportional to the
+ * records handled, where a walk of the key's records per insert would
+ * take some 10^9 steps.
+ */
+static void
+test_per_list_big_key(void **state)
+{
+	enum
+	{
+		NL = 100000, PER = 1000, CALLS = NL / PER
+	};
+	const uint64_t big = gi_tid_to_key(UINT32_MAX - 3, 42);
+	gi_store   *s = new_store(NL, 4, 1 << 16, GI_KEYS_PER_LIST, 0);
+	uint32_t   *lists = malloc(sizeof(uint32_t) * 2 * NL);
+	uint64_t   *keys = malloc(sizeof(uint64_t) * 2 * NL);
+	uint32_t   *pays = malloc(sizeof(uint32_t) * 2 * NL);
+	uint32_t   *got = malloc(sizeof(uint32_t) * NL);
+	uint8_t    *mark = calloc(NL, 1);
+	uint32_t	perm[PER];
+	uint64_t	steps;
+	uint64_t	sent = 0;
+	uint64_t	n;
+	uint32_t	i;
+	uint32_t	c;
+
+	(void) state;
+	assert_true(lists && keys && pays && got && mark);
+	rng_seed(0xB16);
+
+	/* one call: the key in every list, in a scattered order */
+	for (i = 0; i < NL; i++)
+	{
+		lists[i] = (uint32_t) (((uint64_t) i * 7919) % NL);
+		keys[i] = big;
+		pays[i] = i;
+	}
+	steps = gi_host_store_steps(s);
+	assert_int_equal(ops->store_insert(s, NL, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, NL);
+	assert_true(gi_host_store_steps(s) - steps <= (uint64_t) PL_STEPS_PER_RECORD * NL);
+	/* the same call again: every record is a repeat */
+	steps = gi_host_store_steps(s);
+	assert_int_equal(ops->store_insert(s, NL, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 0);
+	assert_true(gi_host_store_steps(s) - steps <= (uint64_t) PL_STEPS_PER_RECORD * NL);
+	check_store(s);
+	assert_int_equal(gi_host_store_lookup(s, big, got, NULL, NL), NL);
+	for (i = 0; i < NL; i++)
+	{
+		assert_true(got[i] < NL && !mark[got[i]]);
+		mark[got[i]] = 1;
+	}
+	steps = gi_host_store_steps(s);
+	n = 0;
+	assert_int_equal(ops->store_delete(s, 1, &big, &n), GI_OK);
+	assert_int_equal(n, NL);
+	assert_true(gi_host_store_steps(s) - steps <= (uint64_t) PL_STEPS_PER_RECORD * NL);
+	check_store(s);
+	assert_int_equal(stats_of(s).rows, 0);
+
+	/*
+	 * 100 calls: call c brings the key's lists c * 1000 .. c * 1000 + 999
+	 * in shuffled order, each followed by a record of another key (key o
+	 * in list o * 31 % NL), and every 20th by a repeat of a pair of this
+	 * call and one of an earlier call.
+	 */
+	steps = gi_host_store_steps(s);
+	for (i = 0; i < PER; i++)
+		perm[i] = i;
+	for (c = 0; c < CALLS; c++)
+	{
+		uint32_t	m = 0;
+		uint32_t	j;
+
+		shuffle_u32(perm, PER);
+		for (j = 0; j < PER; j++)
+		{
+			uint32_t	o = c * PER + j;
+
+			lists[m] = c * PER + perm[j];
+			keys[m] = big;
+			pays[m] = lists[m] ^ 0xB16B16u;
+			m++;
+			lists[m] = (uint32_t) (((uint64_t) o * 31) % NL);
+			keys[m] = gi_tid_to_key(o, 1);
+			pays[m++] = o;
+			if (j % 20 == 19)
+			{
+				lists[m] = c * PER + perm[rng_below(j + 1)];
+				keys[m] = big;
+				pays[m++] = 0;
+				if (c > 0)
+				{
+					lists[m] = rng_below(c * PER);
+					keys[m] = big;
+					pays[m++] = 0;
+				}
+			}
+		}
+		assert_int_equal(ops->store_insert(s, m, lists, keys, pays, &n), GI_OK);
+		assert_int_equal(n, 2 * PER);
+		sent += m;
+	}
+	assert_true(gi_host_store_steps(s) - steps <= PL_STEPS_PER_RECORD * sent);
+
+	/* the model here is arithmetic: list l holds (big, l) and others */
+	check_store(s);
+	{
+		gi_store_stats st = stats_of(s);
+
+		assert_int_equal(st.rows, 2 * NL);
+		assert_int_equal(st.keys, 1 + NL);
+		assert_int_equal(st.payload_bytes, 2 * NL * 4);
+	}
+	memset(mark, 0, NL);
+	assert_int_equal(gi_host_store_lookup(s, big, got, NULL, NL), NL);
+	for (i = 0; i < NL; i++)
+	{
+		uint32_t	row;
+		uint32_t	list;
+		uint32_t	p;
+
+		assert_true(got[i] < NL && !mark[got[i]]);
+		mark[got[i]] = 1;
+		assert_int_equal(gi_host_store_lookup(s, gi_tid_to_key(i, 1), &list,
+											  &row, 1), 1);
+		assert_int_equal(list, (uint32_t) (((uint64_t) i * 31) % NL));
+		assert_true(gi_host_store_row(s, row, NULL, NULL, &p));
+		assert_int_equal(p, i);
+	}
+	{
+		big_walk	w;
+
+		memset(mark, 0, NL);
+		w.big = big;
+		w.big_seen = mark;
+		w.n = 0;
+		for (i = 0; i < NL; i++)
+		{
+			w.list = i;
+			assert_true(gi_host_store_foreach(s, i, big_walk_cb, &w) >= 1);
+		}
+		assert_int_equal(w.n, 2 * NL);
+		for (i = 0; i < NL; i++)
+			assert_int_equal(mark[i], 1);
+	}
+
+	/* delete the big key among others: its records and theirs only */
+	{
+		uint64_t	d[4] = {gi_tid_to_key(5, 1), big, big, gi_tid_to_key(NL + 5, 1)};
+
+		steps = gi_host_store_steps(s);
+		assert_int_equal(ops->store_delete(s, 4, d, &n), GI_OK);
+		assert_int_equal(n, NL + 1);
+		assert_true(gi_host_store_steps(s) - steps <= (uint64_t) PL_STEPS_PER_RECORD * NL);
+		check_store(s);
+		assert_int_equal(stats_of(s).rows, NL - 1);
+		assert_int_equal(stats_of(s).keys, NL - 1);
+		assert_int_equal(gi_host_store_lookup(s, big, NULL, NULL, 0), 0);
+		assert_int_equal(gi_host_store_lookup(s, gi_tid_to_key(6, 1), NULL, NULL, 0), 1);
+	}
+
+	free(lists);
+	free(keys);
+	free(pays);
+	free(got);
+	free(mark);
+	ops->store_destroy(s);
+}
+
+/*
+ * Random mixed operations, the model compared after every one: batches
+ * with repeated pairs, deletes of present, absent and repeated keys, and
+ * reloads that resend all of a key's pairs among new ones (what a load
+ * racing with inserts sends).
+ */
+static void
+test_per_list_random(void **state)
+{
+	enum
+	{
+		NL = 12, NK = 30, OPS = 600, MAXB = 24
+	};
+	gi_store   *s = new_store(NL, 4, 2, GI_KEYS_PER_LIST, 0);
+	pl_model	m;
+	uint32_t	op;
+
+	(void) state;
+	rng_seed(0x5EED0004);
+	pl_model_init(&m, NK, NL);
+	for (op = 0; op < OPS; op++)
+	{
+		uint32_t	kind = rng_below(10);
+		uint32_t	bk[NL + MAXB];
+		uint32_t	bl[NL + MAXB];
+		uint32_t	bp[NL + MAXB];
+		uint32_t	n = 0;
+		uint32_t	i;
+
+		if (kind < 5)
+		{
+			uint32_t	cnt = 1 + rng_below(MAXB);
+
+			for (i = 0; i < cnt; i++)
+			{
+				if (i > 0 && rng_below(4) == 0)
+				{
+					uint32_t	from = rng_below(i);
+
+					bk[n] = bk[from];
+					bl[n] = bl[from];
+				}
+				else
+				{
+					bk[n] = rng_below(NK);
+					bl[n] = rng_below(NL);
+				}
+				bp[n++] = (uint32_t) rng_next();
+			}
+			pl_insert(s, &m, n, bk, bl, bp);
+		}
+		else if (kind < 8)
+		{
+			uint32_t	cnt = 1 + rng_below(4);
+
+			for (i = 0; i < cnt; i++)
+				bk[n++] = i > 0 && rng_below(3) == 0 ? bk[0] : rng_below(NK);
+			pl_delete(s, &m, n, bk);
+		}
+		else
+		{
+			uint32_t	k = rng_below(NK);
+			uint32_t	l;
+			uint32_t	extra = rng_below(MAXB);
+
+			for (l = 0; l < NL; l++)
+				if (m.live[(size_t) k * NL + l])
+				{
+					bk[n] = k;
+					bl[n] = l;
+					bp[n++] = (uint32_t) rng_next();
+				}
+			for (i = 0; i < extra; i++)
+			{
+				bk[n] = rng_below(3) == 0 ? k : rng_below(NK);
+				bl[n] = rng_below(NL);
+				bp[n++] = (uint32_t) rng_next();
+			}
+			shuffle_u32(bp, n);
+			pl_insert(s, &m, n, bk, bl, bp);
+		}
+		pl_compare(s, &m);
+	}
+	assert_true(m.inserts > 500 && m.deletes > 200);
+	pl_model_free(&m);
+	ops->store_destroy(s);
+}
+
+/*
+ * The (key, list) map counts against the memory limit: with room for the
+ * pool and the key map but not for doubling the pair map, the 43rd pair
+ * fails mid-batch, the pairs before it are in, and repeats (which need no
+ * room) still pass.
+ */
+static void
+test_per_list_memory_limit(void **state)
+{
+	enum
+	{
+		NL = 10, NK = 10, FIT = 42
+	};
+	uint32_t	kidx[2 * NK * NL];
+	uint32_t	lists[2 * NK * NL];
+	uint32_t	pays[2 * NK * NL];
+	uint64_t	keys[2 * NK * NL];
+	gi_store   *probe;
+	gi_store   *any;
+	gi_store   *s;
+	uint64_t	limit;
+	uint64_t	n = 99;
+	uint64_t	d0;
+	pl_model	m;
+	uint32_t	i;
+
+	(void) state;
+	/* pair j is (key j / 10, list j % 10); each record followed by a repeat */
+	for (i = 0; i < NK * NL; i++)
+	{
+		kidx[2 * i] = kidx[2 * i + 1] = i / NL;
+		lists[2 * i] = lists[2 * i + 1] = i % NL;
+		pays[2 * i] = i;
+		pays[2 * i + 1] = ~i;
+	}
+	for (i = 0; i < 2 * NK * NL; i++)
+		keys[i] = pl_key(kidx[i]);
+
+	/* the pair map is in the byte count, and doubles with the 43rd pair */
+	probe = new_store(NL, 4, 16, GI_KEYS_PER_LIST, 0);
+	any = new_store(NL, 4, 16, GI_KEYS_ANY, 0);
+	d0 = stats_of(probe).bytes - stats_of(any).bytes;
+	assert_true(d0 > 0);
+	assert_int_equal(ops->store_insert(probe, 2 * FIT, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, FIT);
+	assert_int_equal(ops->store_insert(any, 2 * FIT, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(stats_of(probe).slabs_total, stats_of(any).slabs_total);
+	assert_int_equal(stats_of(probe).bytes - stats_of(any).bytes, d0);
+	limit = stats_of(probe).bytes;
+	assert_int_equal(ops->store_insert(probe, 2, lists + 2 * FIT, keys + 2 * FIT,
+									   pays + 2 * FIT, &n), GI_OK);
+	assert_int_equal(stats_of(probe).slabs_total, stats_of(any).slabs_total);
+	assert_int_equal(stats_of(probe).bytes - limit, d0);
+	ops->store_destroy(probe);
+	ops->store_destroy(any);
+
+	s = new_store(NL, 4, 16, GI_KEYS_PER_LIST, limit + 100);
+	pl_model_init(&m, NK, NL);
+	assert_int_equal(ops->store_insert(s, 2 * NK * NL, lists, keys, pays, &n),
+					 GI_ERR_LIMIT);
+	assert_int_equal(n, FIT);
+	assert_non_null(strstr(ops->last_error(), "gpuindex.memory_limit"));
+	assert_int_equal(pl_model_insert(&m, 2 * NK * NL, kidx, lists, pays, n), FIT);
+	pl_compare(s, &m);
+
+	/* repeats of present pairs need no room */
+	assert_int_equal(ops->store_insert(s, 2 * FIT, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 0);
+	/* once key 0's ten pairs are gone the next ten pairs fit */
+	pl_delete(s, &m, 1, &kidx[0]);
+	pl_insert(s, &m, 2 * 10, kidx + 2 * FIT, lists + 2 * FIT, pays + 2 * FIT);
+	pl_compare(s, &m);
+	assert_int_equal(m.rows, FIT);
+	/* a raised limit lets the pair map grow: the rest goes in */
+	ops->store_set_limit(s, 0);
+	pl_insert(s, &m, 2 * NK * NL, kidx, lists, pays);
+	assert_int_equal(m.rows, NK * NL);
+	pl_compare(s, &m);
+	pl_model_free(&m);
+	ops->store_destroy(s);
+}
+
+/*
+ * The allocator fails at every point of a batch that grows the pool, the
+ * key map and the pair map, on a store already holding some of the pairs:
+ * each time the store is consistent and holds exactly the prefix that
+ * ninserted reports, and takes the rest once memory is back.
+ */
+static void
+test_per_list_alloc_failure(void **state)
+{
+	enum
+	{
+		NL = 30, NK = 60, N = 400, PRE = 40
+	};
+	uint32_t	kidx[N];
+	uint32_t	lists[N];
+	uint32_t	pays[N];
+	uint64_t	keys[N];
+	int64_t		after;
+	bool		reached_ok = false;
+	uint32_t	i;
+
+	(void) state;
+	rng_seed(0xFA11);
+	for (i = 0; i < N; i++)
+	{
+		if (i > 0 && rng_below(6) == 0)
+		{
+			uint32_t	from = rng_below(i);
+
+			kidx[i] = kidx[from];
+			lists[i] = lists[from];
+		}
+		else
+		{
+			kidx[i] = rng_below(NK);
+			lists[i] = rng_below(NL);
+		}
+		pays[i] = (uint32_t) rng_next();
+		keys[i] = pl_key(kidx[i]);
+	}
+	for (after = 0; after < 400 && !reached_ok; after++)
+	{
+		gi_store   *s = new_store(NL, 4, 2, GI_KEYS_PER_LIST, 0);
+		pl_model	m;
+		uint64_t	n = 12345;
+		gi_status	st;
+
+		pl_model_init(&m, NK, NL);
+		/* some pairs are present before the batch */
+		pl_insert(s, &m, PRE, kidx + N - PRE, lists + N - PRE, pays + N - PRE);
+
+		gi_host_store_fail_alloc_after(after);
+		st = ops->store_insert(s, N, lists, keys, pays, &n);
+		gi_host_store_fail_alloc_after(-1);
+		if (st == GI_OK)
+			reached_ok = true;
+		else
+		{
+			assert_int_equal(st, GI_ERR_NOMEM);
+			assert_non_null(strstr(ops->last_error(), "out of memory"));
+		}
+		assert_int_equal(pl_model_insert(&m, N, kidx, lists, pays, n), n);
+		pl_compare(s, &m);
+
+		/* memory is back: the whole batch again, the rest goes in */
+		pl_insert(s, &m, N, kidx, lists, pays);
+		pl_compare(s, &m);
+		pl_model_free(&m);
+		ops->store_destroy(s);
+	}
+	assert_true(reached_ok);
+	assert_true(after > 10);
+
+	/* failure while creating a PER_LIST store */
+	for (after = 0; after < 8; after++)
+	{
+		gi_store_params p;
+		gi_store   *s = NULL;
+		gi_status	st;
+
+		memset(&p, 0, sizeof(p));
+		p.nlists = 3;
+		p.record_bytes = 4;
+		p.key_mode = GI_KEYS_PER_LIST;
+		gi_host_store_fail_alloc_after(after);
+		st = ops->store_create(&p, &s);
+		gi_host_store_fail_alloc_after(-1);
+		if (st == GI_OK)
+		{
+			check_store(s);
+			ops->store_destroy(s);
+		}
+		else
+		{
+			assert_int_equal(st, GI_ERR_NOMEM);
+			assert_null(s);
+		}
+	}
 }
 
 /* ---- IVF search against brute force ------------------------------------- */
@@ -1245,6 +2308,48 @@ ref_search(const ivf_data *d, gi_metric metric, const float *q,
 	return nc;
 }
 
+/* a gi_ivf_state for the given centroids (caller frees) */
+static gi_ivf_state *
+ivf_state_new(uint32_t nlists, uint32_t dim, gi_metric metric,
+			  const float *centroids)
+{
+	gi_ivf_state *st = malloc(gi_ivf_state_size(nlists, dim));
+
+	assert_non_null(st);
+	memset(st, 0, sizeof(*st));
+	st->dim = dim;
+	st->metric = metric;
+	st->nlists = nlists;
+	memcpy(st + 1, centroids, sizeof(float) * nlists * dim);
+	return st;
+}
+
+/* hand the store its centroids through the kind's set_state */
+static void
+ivf_set_state(gi_store *s, uint32_t nlists, uint32_t dim, gi_metric metric,
+			  const float *centroids)
+{
+	gi_ivf_state *st = ivf_state_new(nlists, dim, metric, centroids);
+
+	if (ops->kinds[GI_KIND_IVF]->set_state(s, st, gi_ivf_state_size(nlists, dim)) != GI_OK)
+		fail_msg("ivf set_state: %s", ops->last_error());
+	free(st);
+}
+
+/* the IVF kind's search with queries of dimension dim */
+static gi_status
+ivf_search(gi_store *s, uint32_t dim, uint32_t probes, uint32_t nq,
+		   const float *queries, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	gi_ivf_search_params p;
+
+	p.dim = dim;
+	p.probes = probes;
+	return ops->kinds[GI_KIND_IVF]->search(s, &p, nq, queries,
+										   (size_t) nq * dim * sizeof(float),
+										   k, hits, found);
+}
+
 static void
 check_search(gi_store *s, const ivf_data *d, gi_metric metric, uint32_t nq,
 			 const float *queries, uint32_t probes, uint32_t k)
@@ -1257,9 +2362,9 @@ check_search(gi_store *s, const ivf_data *d, gi_metric metric, uint32_t nq,
 	assert_non_null(hits);
 	assert_non_null(found);
 	assert_non_null(want);
-	if (ops->ivf_search(s, d->centroids, d->dim, metric, nq, queries, probes,
-						k, hits, found) != GI_OK)
-		fail_msg("ivf_search: %s", ops->last_error());
+	ivf_set_state(s, d->nlists, d->dim, metric, d->centroids);
+	if (ivf_search(s, d->dim, probes, nq, queries, k, hits, found) != GI_OK)
+		fail_msg("ivf search: %s", ops->last_error());
 	for (q = 0; q < nq; q++)
 	{
 		uint32_t	nw = ref_search(d, metric, queries + (size_t) q * d->dim,
@@ -1301,7 +2406,7 @@ test_ivf_search(void **state)
 		DIM = 12, NL = 9, N = 900, NQ = 12
 	};
 	ivf_data	d;
-	gi_store   *s = new_store(NL, DIM * 4, 4, false, 0);
+	gi_store   *s = new_store(NL, DIM * 4, 4, GI_KEYS_ANY, 0);
 	float		queries[NQ * DIM];
 	uint32_t	i;
 	uint32_t	j;
@@ -1374,17 +2479,16 @@ test_ivf_search(void **state)
 		gi_hit		h[4];
 		uint32_t	f[1];
 
-		assert_int_equal(ops->ivf_search(s, d.centroids, DIM + 1, GI_METRIC_L2,
-										 1, queries, 1, 4, h, f), GI_ERR_INVALID);
-		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
-										 1, queries, 0, 4, h, f), GI_ERR_INVALID);
-		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, (gi_metric) 9,
-										 1, queries, 1, 4, h, f), GI_ERR_INVALID);
-		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
-										 0, queries, 1, 4, h, f), GI_OK);
+		assert_int_equal(ivf_search(s, DIM + 1, 1, 1, queries, 4, h, f),
+						 GI_ERR_INVALID);
+		assert_int_equal(ivf_search(s, DIM, 0, 1, queries, 4, h, f),
+						 GI_ERR_INVALID);
+		assert_int_equal(gi_host_ivf_search(s, d.centroids, DIM, (gi_metric) 9,
+											1, queries, 1, 4, h, f),
+						 GI_ERR_INVALID);
+		assert_int_equal(ivf_search(s, DIM, 1, 0, queries, 4, h, f), GI_OK);
 		f[0] = 99;
-		assert_int_equal(ops->ivf_search(s, d.centroids, DIM, GI_METRIC_L2,
-										 1, queries, 1, 0, NULL, f), GI_OK);
+		assert_int_equal(ivf_search(s, DIM, 1, 1, queries, 0, NULL, f), GI_OK);
 		assert_int_equal(f[0], 0);
 	}
 
@@ -1404,7 +2508,7 @@ test_ivf_search_small(void **state)
 	{
 		DIM = 3, NL = 2
 	};
-	gi_store   *s = new_store(NL, DIM * 4, 1, true, 0);
+	gi_store   *s = new_store(NL, DIM * 4, 1, GI_KEYS_UNIQUE, 0);
 	float		cent[NL * DIM] = {0, 0, 0, 10, 10, 10};
 	float		vecs[5 * DIM] = {1, 0, 0, 2, 0, 0, 3, 0, 0, 9, 10, 10, 0, 1, 0};
 	uint32_t	lists[5] = {0, 0, 0, 1, 0};
@@ -1415,9 +2519,9 @@ test_ivf_search_small(void **state)
 	uint32_t	r;
 
 	(void) state;
+	ivf_set_state(s, NL, DIM, GI_METRIC_L2, cent);
 	/* empty store: nothing found */
-	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 2, 10,
-									 h, &f), GI_OK);
+	assert_int_equal(ivf_search(s, DIM, 2, 1, q, 10, h, &f), GI_OK);
 	assert_int_equal(f, 0);
 	for (r = 0; r < 10; r++)
 	{
@@ -1426,8 +2530,7 @@ test_ivf_search_small(void **state)
 	}
 
 	assert_int_equal(ops->store_insert(s, 5, lists, keys, vecs, NULL), GI_OK);
-	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 2, 10,
-									 h, &f), GI_OK);
+	assert_int_equal(ivf_search(s, DIM, 2, 1, q, 10, h, &f), GI_OK);
 	assert_int_equal(f, 5);
 	/* distances 1 (keys 50 and 10: tie broken by key), 4, 9, 281 */
 	assert_int_equal(h[0].key, 10);
@@ -1445,9 +2548,160 @@ test_ivf_search_small(void **state)
 	}
 
 	/* one probe: list 0 only */
-	assert_int_equal(ops->ivf_search(s, cent, DIM, GI_METRIC_L2, 1, q, 1, 10,
-									 h, &f), GI_OK);
+	assert_int_equal(ivf_search(s, DIM, 1, 1, q, 10, h, &f), GI_OK);
 	assert_int_equal(f, 4);
+	ops->store_destroy(s);
+}
+
+/* the kind's search against the reference with the same centroids */
+static void
+expect_kind_equals_reference(gi_store *s, const float *centroids,
+							 uint32_t dim, gi_metric metric, uint32_t nq,
+							 const float *queries, uint32_t probes, uint32_t k)
+{
+	gi_hit	   *h1 = calloc((size_t) nq * k + 1, sizeof(gi_hit));
+	gi_hit	   *h2 = calloc((size_t) nq * k + 1, sizeof(gi_hit));
+	uint32_t   *f1 = calloc(nq + 1, sizeof(uint32_t));
+	uint32_t   *f2 = calloc(nq + 1, sizeof(uint32_t));
+
+	assert_non_null(h1);
+	assert_non_null(h2);
+	assert_non_null(f1);
+	assert_non_null(f2);
+	if (ivf_search(s, dim, probes, nq, queries, k, h1, f1) != GI_OK)
+		fail_msg("kind search: %s", ops->last_error());
+	if (gi_host_ivf_search(s, centroids, dim, metric, nq, queries, probes, k,
+						   h2, f2) != GI_OK)
+		fail_msg("reference search: %s", ops->last_error());
+	assert_memory_equal(f1, f2, nq * sizeof(uint32_t));
+	assert_memory_equal(h1, h2, (size_t) nq * k * sizeof(gi_hit));
+	free(h1);
+	free(h2);
+	free(f1);
+	free(f2);
+}
+
+/*
+ * The IVF kind's entries: the state is validated against the store, kept
+ * as a copy, replaced by a second set_state and freed with the store.
+ */
+static void
+test_ivf_kind(void **state)
+{
+	enum
+	{
+		DIM = 8, NL = 6, N = 500, NQ = 9
+	};
+	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVF];
+	gi_store   *s = new_store(NL, DIM * 4, 2, GI_KEYS_ANY, 0);
+	float		cent_a[NL * DIM];
+	float		cent_b[NL * DIM];
+	float	   *vecs = malloc(sizeof(float) * N * DIM);
+	uint32_t	lists[N];
+	uint64_t	keys[N];
+	float		queries[NQ * DIM];
+	gi_ivf_state *st;
+	gi_hit		h[4];
+	gi_hit		ha[NQ * 5];
+	gi_hit		hb[NQ * 5];
+	uint32_t	f[NQ];
+	uint32_t	i;
+	int			m;
+
+	(void) state;
+	assert_non_null(vecs);
+	rng_seed(4242);
+	for (i = 0; i < NL * DIM; i++)
+	{
+		cent_a[i] = rng_float();
+		cent_b[i] = rng_float();
+	}
+	for (i = 0; i < N * DIM; i++)
+		vecs[i] = rng_float();
+	for (i = 0; i < NQ * DIM; i++)
+		queries[i] = rng_float();
+	for (i = 0; i < N; i++)
+	{
+		lists[i] = rng_below(NL);
+		keys[i] = gi_tid_to_key(i / 5, (uint16_t) (i % 5 + 1));
+	}
+	assert_int_equal(ops->store_insert(s, N, lists, keys, vecs, NULL), GI_OK);
+
+	/* no state yet */
+	assert_int_equal(ivf_search(s, DIM, 2, 1, queries, 4, h, f), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "set_state"));
+
+	/* states that do not fit the store are refused and change nothing */
+	st = ivf_state_new(NL, DIM, GI_METRIC_L2, cent_a);
+	assert_int_equal(kind->set_state(s, NULL, gi_ivf_state_size(NL, DIM)),
+					 GI_ERR_INVALID);
+	assert_int_equal(kind->set_state(NULL, st, gi_ivf_state_size(NL, DIM)),
+					 GI_ERR_INVALID);
+	assert_int_equal(kind->set_state(s, st, sizeof(gi_ivf_state) - 1),
+					 GI_ERR_INVALID);
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM) - 4),
+					 GI_ERR_INVALID);
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM) + 4),
+					 GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "does not fit"));
+	st->nlists = NL - 1;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL - 1, DIM)),
+					 GI_ERR_INVALID);
+	st->nlists = NL;
+	st->dim = DIM / 2;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM / 2)),
+					 GI_ERR_INVALID);
+	st->dim = 0;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, 0)),
+					 GI_ERR_INVALID);
+	st->dim = DIM;
+	st->metric = 7;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM)),
+					 GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "metric"));
+	assert_int_equal(ivf_search(s, DIM, 2, 1, queries, 4, h, f), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "set_state"));
+
+	/* a good state is copied: the caller's buffer may go at once */
+	st->metric = GI_METRIC_L2;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM)), GI_OK);
+	memset(st, 0xFF, gi_ivf_state_size(NL, DIM));
+	free(st);
+
+	/* bit for bit the reference with the same centroids */
+	expect_kind_equals_reference(s, cent_a, DIM, GI_METRIC_L2, NQ, queries, 1, 5);
+	expect_kind_equals_reference(s, cent_a, DIM, GI_METRIC_L2, NQ, queries, 3, 40);
+	expect_kind_equals_reference(s, cent_a, DIM, GI_METRIC_L2, NQ, queries, NL, N + 3);
+	for (m = 0; m < 3; m++)
+	{
+		ivf_set_state(s, NL, DIM, (gi_metric) m, cent_b);
+		expect_kind_equals_reference(s, cent_b, DIM, (gi_metric) m, NQ, queries, 2, 7);
+		expect_kind_equals_reference(s, cent_b, DIM, (gi_metric) m, NQ, queries, NL, 50);
+	}
+
+	/* a second set_state replaces the first: other centroids, other lists */
+	ivf_set_state(s, NL, DIM, GI_METRIC_L2, cent_a);
+	assert_int_equal(ivf_search(s, DIM, 1, NQ, queries, 5, ha, f), GI_OK);
+	ivf_set_state(s, NL, DIM, GI_METRIC_L2, cent_b);
+	assert_int_equal(ivf_search(s, DIM, 1, NQ, queries, 5, hb, f), GI_OK);
+	assert_true(memcmp(ha, hb, sizeof(ha)) != 0);
+	expect_kind_equals_reference(s, cent_b, DIM, GI_METRIC_L2, NQ, queries, 1, 5);
+
+	/* parameters that do not fit the state */
+	assert_int_equal(ivf_search(s, DIM - 1, 1, 1, queries, 4, h, f), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "dimension"));
+	{
+		gi_ivf_search_params p = {DIM, 1};
+
+		assert_int_equal(kind->search(s, &p, 2, queries, DIM * sizeof(float),
+									  4, h, f), GI_ERR_INVALID);
+		assert_int_equal(kind->search(s, NULL, 1, queries, DIM * sizeof(float),
+									  4, h, f), GI_ERR_INVALID);
+		assert_int_equal(kind->search(NULL, &p, 1, queries, DIM * sizeof(float),
+									  4, h, f), GI_ERR_INVALID);
+	}
+	/* the store goes with its state (valgrind checks that it is freed) */
+	free(vecs);
 	ops->store_destroy(s);
 }
 
@@ -1625,27 +2879,27 @@ test_host_kmeans_assign(void **state)
 	uint32_t	lists[4];
 
 	(void) state;
-	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
+	assert_int_equal(gi_host_kmeans_assign(NULL, 5, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
 										   lists), GI_OK);
 	assert_int_equal(lists[0], 1);
 	assert_int_equal(lists[1], 4);
 	assert_int_equal(lists[2], 0);
 	assert_int_equal(lists[3], 0);
 	/* IP: largest dot; the zero vector ties everywhere: list 0 */
-	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_IP, &cent[0][0], 4, &vec[0][0],
+	assert_int_equal(gi_host_kmeans_assign(NULL, 5, DIM, GI_METRIC_IP, &cent[0][0], 4, &vec[0][0],
 										   lists), GI_OK);
 	assert_int_equal(lists[0], 4);	/* 5 beats 2.9 */
 	assert_int_equal(lists[1], 4);
 	assert_int_equal(lists[2], 2);
 	assert_int_equal(lists[3], 0);
 	/* cosine: centroid 0 has no direction (+Inf) */
-	assert_int_equal(gi_host_kmeans_assign(5, DIM, GI_METRIC_COSINE, &cent[0][0], 4, &vec[0][0],
+	assert_int_equal(gi_host_kmeans_assign(NULL, 5, DIM, GI_METRIC_COSINE, &cent[0][0], 4, &vec[0][0],
 										   lists), GI_OK);
 	assert_int_equal(lists[0], 1);
 	assert_int_equal(lists[1], 4);
 	assert_int_equal(lists[2], 2);
 	assert_int_equal(lists[3], 0);
-	assert_int_equal(gi_host_kmeans_assign(0, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
+	assert_int_equal(gi_host_kmeans_assign(NULL, 0, DIM, GI_METRIC_L2, &cent[0][0], 4, &vec[0][0],
 										   lists), GI_ERR_INVALID);
 	/* the host backend leaves the kmeans entries empty: builds train locally */
 	assert_null(ops->kmeans_train);
@@ -1657,6 +2911,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backend_identity),
+		cmocka_unit_test(test_devices),
 		cmocka_unit_test(test_create_invalid),
 		cmocka_unit_test(test_insert_delete_basic),
 		cmocka_unit_test(test_extreme_keys),
@@ -1671,8 +2926,16 @@ main(void)
 		cmocka_unit_test(test_alloc_failure),
 		cmocka_unit_test(test_random_differential),
 		cmocka_unit_test(test_random_differential_unique),
+		cmocka_unit_test(test_random_differential_per_list),
+		cmocka_unit_test(test_per_list_skip),
+		cmocka_unit_test(test_per_list_many_records),
+		cmocka_unit_test(test_per_list_big_key),
+		cmocka_unit_test(test_per_list_random),
+		cmocka_unit_test(test_per_list_memory_limit),
+		cmocka_unit_test(test_per_list_alloc_failure),
 		cmocka_unit_test(test_ivf_search),
 		cmocka_unit_test(test_ivf_search_small),
+		cmocka_unit_test(test_ivf_kind),
 		cmocka_unit_test(test_prng_matches_pg_prng),
 		cmocka_unit_test(test_host_kmeans),
 		cmocka_unit_test(test_host_kmeans_assign),

@@ -8,32 +8,20 @@
  *
  *	block 0				metapage (GpuivfMetaPageData)
  *	list-info pages		contiguous from meta->listinfo_start: one item per
- *						list (GpuivfListInfoData: first and insert page of
- *						the list's chain, then the centroid)
- *	data pages			per-list chains linked by nextblkno, one item per
- *						indexed row (GpuivfTupleData: heap TID, then the
- *						vector)
+ *						list (GpuivfListInfoData: the list's head, then
+ *						its centroid)
+ *	data pages			per-list chains (gi_access.h), one item per indexed
+ *						row (GpuivfTupleData: heap TID, then the vector)
  *
- * Every page carries a GpuivfPageOpaqueData in its special space.  Pages
- * are WAL-logged with GenericXLog (the bulk build logs full pages with
- * log_newpage_range at the end instead).
+ * Every page carries a GiPageOpaqueData with GPUIVF_PAGE_ID.  Pages are
+ * WAL-logged with GenericXLog (the bulk build logs full pages with
+ * log_newpage_range at the end instead).  Chains, appends, VACUUM and page
+ * recycling are the shared ones of src/access.
  *
- * A data page that VACUUM finds empty (not a list's first) is flagged idle;
- * its list refills it first (appends clear the flag).  One still empty and
- * idle at the next VACUUM is not needed by its list: it is unlinked from
- * the chain and flagged deleted, with the next transaction ID in pd_prune_xid;
- * it keeps its nextblkno and has no items, so a reader that reaches it
- * through a pointer read before the unlink walks on unharmed.  Once no
- * running transaction can hold such a pointer, a later VACUUM gives it to
- * the free space map, and any list takes new pages from there before the
- * relation is extended: a sliding window does not grow the index even when
- * the rows move between lists.
- *
- * The device service holds one store per index, keyed by (database, index
- * OID) and tagged with the relfilenode it was loaded from; records are
- * (key = heap TID, list, vector).  Backends never search pages: scans and
- * the batch API send GI_REQ_SEARCH, and a store the service does not have
- * is loaded from the pages on demand (gpuivf_load.c).
+ * The device service holds one store per index of kind GI_KIND_IVF;
+ * records are (key = heap TID, list, vector).  Backends never search
+ * pages: scans and the batch API send GI_REQ_SEARCH, and a store the
+ * service does not have is loaded from the pages on demand (gpuivf_load.c).
  */
 #ifndef GPUIVF_H
 #define GPUIVF_H
@@ -51,11 +39,12 @@
 #include "storage/itemptr.h"
 #include "utils/rel.h"
 
-#include "gi_client.h"
+#include "gi_access.h"
+#include "gi_kind_ivf.h"
 
 #define GPUIVF_MAGIC		0x47495646	/* "GIVF" */
 #define GPUIVF_VERSION		1
-#define GPUIVF_METAPAGE_BLKNO	0
+#define GPUIVF_METAPAGE_BLKNO	GI_METAPAGE_BLKNO
 #define GPUIVF_PAGE_ID		0xFF8B
 
 /* support functions of a gpuivf operator class */
@@ -63,12 +52,8 @@
 #define GPUIVF_METRIC_PROC	2	/* () -> int4: a gi_metric code */
 #define GPUIVF_NPROCS		2
 
-/* page kinds (GpuivfPageOpaqueData.flags) */
-#define GPUIVF_PAGE_META		(1 << 0)
+/* gpuivf's own page kind (GiPageOpaqueData.flags, beside GI_PAGE_*) */
 #define GPUIVF_PAGE_LISTINFO	(1 << 1)
-#define GPUIVF_PAGE_DATA		(1 << 2)
-#define GPUIVF_PAGE_DELETED		(1 << 3)	/* a data page VACUUM unlinked */
-#define GPUIVF_PAGE_IDLE		(1 << 4)	/* empty at the last VACUUM */
 
 /* the lists reloption */
 #define GPUIVF_DEFAULT_LISTS	100
@@ -81,26 +66,12 @@
 #define GPUIVF_MIN_SAMPLES			10000
 #define GPUIVF_SEED					UINT64CONST(0x67707569766653)
 
-/* payload bytes per request to the service when streaming records */
-#define GPUIVF_CHUNK_BYTES	(4 * 1024 * 1024)
-
 /* hits one search may ask for: the reply must fit in one palloc */
 #define GPUIVF_MAX_K		((uint32) ((MaxAllocSize / 2) / sizeof(gi_hit)))
 
 /* the batch API's limits */
 #define GPUIVF_BATCH_MAX_K			100000
 #define GPUIVF_BATCH_MAX_QUERIES	1000000
-
-typedef struct GpuivfPageOpaqueData
-{
-	BlockNumber nextblkno;		/* next page of this chain, or invalid */
-	uint16		flags;			/* GPUIVF_PAGE_* */
-	uint16		page_id;		/* GPUIVF_PAGE_ID, for tools like pg_filedump */
-} GpuivfPageOpaqueData;
-
-typedef GpuivfPageOpaqueData *GpuivfPageOpaque;
-
-#define GpuivfPageGetOpaque(page) ((GpuivfPageOpaque) PageGetSpecialPointer(page))
 
 typedef struct GpuivfMetaPageData
 {
@@ -118,11 +89,10 @@ typedef GpuivfMetaPageData *GpuivfMetaPage;
 
 #define GpuivfPageGetMeta(page) ((GpuivfMetaPage) PageGetContents(page))
 
-/* one list: where its chain starts, where inserts go, its centroid */
+/* one list: its head (where its chain starts, where inserts go), its centroid */
 typedef struct GpuivfListInfoData
 {
-	BlockNumber startPage;		/* invalid while the list has no page */
-	BlockNumber insertPage;		/* a page of the chain that may have room */
+	GiListHeadData head;
 	float4		centroid[FLEXIBLE_ARRAY_MEMBER];
 } GpuivfListInfoData;
 
@@ -141,14 +111,9 @@ typedef GpuivfTupleData *GpuivfTuple;
 /* both kinds of item are an 8-byte header followed by dim floats */
 #define GPUIVF_ITEM_SIZE(dim) (offsetof(GpuivfTupleData, vec) + sizeof(float4) * (dim))
 
-/* the largest item a page with one line pointer can take */
-#define GPUIVF_MAX_ITEM_SIZE \
-	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData + sizeof(ItemIdData)) - \
-	 MAXALIGN(sizeof(GpuivfPageOpaqueData)))
-
-/* hence the dimension limit: 2036 with 8 kB pages */
+/* the dimension limit: 2036 with 8 kB pages */
 #define GPUIVF_MAX_DIM \
-	((int) ((GPUIVF_MAX_ITEM_SIZE - offsetof(GpuivfTupleData, vec)) / sizeof(float4)))
+	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpuivfTupleData, vec)) / sizeof(float4)))
 
 /*
  * What a backend knows of an index's metapage and centroids.  Once the
@@ -202,36 +167,17 @@ extern bool gpuivf_vector_indexable(uint32 metric, const float4 *vec, int dim);
 extern void gpuivf_check_dim(const GpuivfMeta *meta, int dim);
 extern void gpuivf_check_not_in_recovery(void);
 
-static inline GiStoreKey
-gpuivf_store_key(Relation index)
-{
-	GiStoreKey	key;
-
-	key.dbid = MyDatabaseId;
-	key.relid = RelationGetRelid(index);
-	return key;
-}
-
 /* gpuivf_pages.c */
-extern void gpuivf_init_page(Page page, uint16 flags);
-extern Buffer gpuivf_new_buffer(Relation index, ForkNumber forknum, bool building);
-extern bool gpuivf_page_recyclable(Page page);
 extern uint32 gpuivf_lists_per_page(uint32 dim);
 extern void gpuivf_init_metapage(Page page, uint32 dim, uint32 lists,
 								 uint32 requested_lists, uint32 metric,
 								 BlockNumber listinfo_start);
 extern GpuivfMeta *gpuivf_get_meta(Relation index);
-extern void gpuivf_listinfo_location(const GpuivfMeta *meta, uint32 list,
-									 BlockNumber *blkno, OffsetNumber *offnum);
-extern void gpuivf_read_list(Relation index, BlockNumber listblk,
-							 OffsetNumber listoff, BlockNumber *start,
-							 BlockNumber *insert);
-extern void gpuivf_set_insert_page(Relation index, BlockNumber listblk,
-								   OffsetNumber listoff, BlockNumber insertPage);
+extern GiListRef gpuivf_list_ref(const GpuivfMeta *meta, uint32 list);
+extern void gpuivf_list_dir(const GpuivfMeta *meta, GiListDir *dir);
 extern void gpuivf_initialize_lists(Relation index, uint32 dim);
-extern void gpuivf_append(Relation index, uint32 dim, BlockNumber listblk,
-						  OffsetNumber listoff, ItemPointer heaptid,
-						  const float4 *vec);
+extern void gpuivf_append(Relation index, uint32 dim, GiListRef ref,
+						  ItemPointer heaptid, const float4 *vec);
 
 /* gpuivf_kmeans.c */
 extern uint32 gpuivf_kmeans(float4 *samples, int nsamples, int dim, int lists,
@@ -252,27 +198,15 @@ extern bool gpuivf_insert(Relation index, Datum *values, bool *isnull,
 						  ItemPointer heap_tid, Relation heap,
 						  IndexUniqueCheck checkUnique, bool indexUnchanged,
 						  IndexInfo *indexInfo);
-extern void gpuivf_flush_index(Relation index);
-extern void gpuivf_remember_built(Relation index);
-extern void gpuivf_register_callbacks(void);
 
 /* gpuivf_vacuum.c */
 extern IndexBulkDeleteResult *gpuivf_bulkdelete(IndexVacuumInfo *info,
 												IndexBulkDeleteResult *stats,
 												IndexBulkDeleteCallback callback,
 												void *callback_state);
-extern IndexBulkDeleteResult *gpuivf_vacuumcleanup(IndexVacuumInfo *info,
-												   IndexBulkDeleteResult *stats);
 
 /* gpuivf_load.c */
 extern bool gpuivf_load(Relation index);
-extern void gpuivf_load_or_drop(Relation index);
-extern void gpuivf_call(Relation index, GiCall *call);
-extern void gpuivf_backoff(int *attempt);
-extern void gpuivf_send_records(GiStoreKey key, Oid relfilenode, GiReqType type,
-								uint64 load_token, uint32 n, uint32 dim,
-								const uint64 *keys, const uint32 *lists,
-								const float4 *vecs, GiReply *reply);
 extern gi_hit *gpuivf_search_service(Relation index, uint32 dim,
 									 const float4 *queries, uint32 nq,
 									 uint32 k, uint32 probes, uint32 **found);
@@ -293,12 +227,5 @@ extern void gpuivf_costestimate(PlannerInfo *root, IndexPath *path,
 								Cost *indexTotalCost,
 								Selectivity *indexSelectivity,
 								double *indexCorrelation, double *indexPages);
-
-/* (distance, key) order of the service's answers */
-static inline bool
-gpuivf_hit_after(const gi_hit *h, float dist, uint64 key)
-{
-	return h->distance > dist || (h->distance == dist && h->key > key);
-}
 
 #endif							/* GPUIVF_H */

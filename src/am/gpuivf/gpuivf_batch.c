@@ -70,9 +70,7 @@ typedef struct BatchQuery
 	int			nrows;
 	int			cap;
 	bool		done;
-	bool		have_last;
-	float		last_dist;
-	uint64		last_key;
+	GiHitCursor cursor;			/* after the last hit seen */
 } BatchQuery;
 
 static void
@@ -292,7 +290,7 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 
 	gpuivf_check_not_in_recovery();
 	/* this session's own new rows must be searchable */
-	gpuivf_flush_index(index);
+	gi_flush_inserts(index);
 
 	bq = palloc0(sizeof(BatchQuery) * nq);
 	pend = palloc(sizeof(int) * nq);
@@ -337,13 +335,10 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 					bool		call_again = false;
 					bool		all_dead = false;
 
-					if (b->have_last && !gpuivf_hit_after(h, b->last_dist, b->last_key))
+					if (!gi_hit_cursor_next(&b->cursor, h))
 						continue;	/* seen in an earlier round */
-					b->have_last = true;
-					b->last_dist = h->distance;
-					b->last_key = h->key;
 
-					ItemPointerSet(&tid, gi_key_block(h->key), gi_key_offset(h->key));
+					gi_key_to_tid(h->key, &tid);
 					if (table_index_fetch_tuple(fetch, &tid, snapshot, slot,
 												&call_again, &all_dead))
 					{

@@ -9,7 +9,7 @@
  * if maintenance_work_mem cannot hold them (but never fewer than lists).
  * k-means trains min(lists, sampled rows) centroids.  Pass 2 scans the
  * table again, assigns every row to its nearest centroid (in batches of
- * about GPUIVF_CHUNK_BYTES) and feeds (list, TID, vector) to a tuplesort,
+ * about GI_CHUNK_BYTES) and feeds (list, TID, vector) to a tuplesort,
  * so that each list's chain is written in one go, TIDs ascending.
  *
  * Where the k-means runs: the build asks the device service once
@@ -177,7 +177,7 @@ end_job(GpuivfBuildState *bs)
 	if (bs->job == 0)
 		return;
 	memset(&args, 0, sizeof(args));
-	args.job = bs->job;
+	GI_KARGS(&args, GiKmeansArgs)->job = bs->job;
 	bs->job = 0;
 	(void) gi_call_simple(GI_REQ_KMEANS_END, NULL, &args, NULL);
 }
@@ -201,11 +201,11 @@ device_fallback(GpuivfBuildState *bs, GiCall *call, const char *what)
 	end_job(bs);
 }
 
-/* vectors of dim floats per request: about GPUIVF_CHUNK_BYTES */
+/* vectors of dim floats per request: about GI_CHUNK_BYTES */
 static uint32
 vectors_per_request(int dim)
 {
-	return (uint32) Max(GPUIVF_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
+	return (uint32) Max(GI_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
 }
 
 /*
@@ -217,17 +217,19 @@ static bool
 device_kmeans(GpuivfBuildState *bs)
 {
 	GiCall		call;
+	GiKmeansArgs *ka;
 	uint32		per = vectors_per_request(bs->dim);
 	uint32		k;
 
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_KMEANS_BEGIN;
-	call.args.dim = bs->dim;
-	call.args.nlists = bs->lists_opt;
-	call.args.metric = bs->metric;
 	call.args.n = bs->nsamples;
-	call.args.iterations = GPUIVF_KMEANS_ITERATIONS;
-	call.args.seed = GPUIVF_SEED;
+	ka = GI_KARGS(&call.args, GiKmeansArgs);
+	ka->dim = bs->dim;
+	ka->nlists = bs->lists_opt;
+	ka->metric = bs->metric;
+	ka->iterations = GPUIVF_KMEANS_ITERATIONS;
+	ka->seed = GPUIVF_SEED;
 	gi_call(&call);
 	if (call.reply != GI_REPLY_OK)
 	{
@@ -235,7 +237,7 @@ device_kmeans(GpuivfBuildState *bs)
 		device_fallback(bs, &call, "k-means training");
 		return false;
 	}
-	bs->job = call.rargs.job;
+	bs->job = call.rargs.token;
 
 	for (uint32 off = 0; off < (uint32) bs->nsamples; off += per)
 	{
@@ -243,8 +245,8 @@ device_kmeans(GpuivfBuildState *bs)
 
 		memset(&call, 0, sizeof(call));
 		call.type = GI_REQ_KMEANS_DATA;
-		call.args.job = bs->job;
-		call.args.offset = off;
+		GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
+		GI_KARGS(&call.args, GiKmeansArgs)->offset = off;
 		call.args.n = n;
 		call.in = bs->samples + (Size) off * bs->dim;
 		call.in_size = (Size) n * bs->dim * sizeof(float4);
@@ -258,7 +260,7 @@ device_kmeans(GpuivfBuildState *bs)
 
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_KMEANS_TRAIN;
-	call.args.job = bs->job;
+	GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
 	gi_call(&call);
 	if (call.reply != GI_REPLY_OK)
 	{
@@ -276,8 +278,8 @@ device_kmeans(GpuivfBuildState *bs)
 
 		memset(&call, 0, sizeof(call));
 		call.type = GI_REQ_KMEANS_RESULT;
-		call.args.job = bs->job;
-		call.args.offset = off;
+		GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
+		GI_KARGS(&call.args, GiKmeansArgs)->offset = off;
 		call.args.n = n;
 		call.out_capacity = bytes;
 		gi_call(&call);
@@ -304,8 +306,8 @@ device_assign(GpuivfBuildState *bs)
 
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_ASSIGN;
-	call.args.job = bs->job;
-	call.args.dim = bs->dim;
+	GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
+	GI_KARGS(&call.args, GiKmeansArgs)->dim = bs->dim;
 	call.args.n = bs->batch_n;
 	call.in = bs->batch_vecs;
 	call.in_size = (Size) bs->batch_n * bs->dim * sizeof(float4);
@@ -401,14 +403,14 @@ write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 	Buffer		buf = InvalidBuffer;
 	BlockNumber first = InvalidBlockNumber;
 
-	metabuf = gpuivf_new_buffer(index, forknum, true);
+	metabuf = gi_new_buffer(index, forknum, true);
 	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
 
 	if (bs->lists > 0)
 	{
 		info = palloc0(itemsz);
-		info->startPage = InvalidBlockNumber;
-		info->insertPage = InvalidBlockNumber;
+		info->head.start = InvalidBlockNumber;
+		info->head.insert = InvalidBlockNumber;
 		for (uint32 l = 0; l < bs->lists; l++)
 		{
 			Page		page;
@@ -420,10 +422,10 @@ write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 					MarkBufferDirty(buf);
 					UnlockReleaseBuffer(buf);
 				}
-				buf = gpuivf_new_buffer(index, forknum, true);
+				buf = gi_new_buffer(index, forknum, true);
 				if (l == 0)
 					first = BufferGetBlockNumber(buf);
-				gpuivf_init_page(BufferGetPage(buf), GPUIVF_PAGE_LISTINFO);
+				gi_init_page(BufferGetPage(buf), GPUIVF_PAGE_LISTINFO, GPUIVF_PAGE_ID);
 			}
 			page = BufferGetPage(buf);
 			memcpy(info->centroid, bs->centroids + (Size) l * bs->dim,
@@ -448,60 +450,24 @@ write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 static void
 write_lists(GpuivfBuildState *bs)
 {
-	Relation	index = bs->index;
 	GpuivfMeta	meta;
+	GiListDir	dir;
+	GiChainBuild cb;
 	Size		itemsz = GPUIVF_ITEM_SIZE(bs->dim);
 	GpuivfTuple tup = palloc0(itemsz);
-	BlockNumber *start = palloc(sizeof(BlockNumber) * bs->lists);
-	BlockNumber *last = palloc(sizeof(BlockNumber) * bs->lists);
-	Buffer		buf = InvalidBuffer;
-	int32		cur = -1;
 	double		done = 0;
 
-	for (uint32 l = 0; l < bs->lists; l++)
-		start[l] = last[l] = InvalidBlockNumber;
-
+	gi_chain_build_begin(&cb, bs->index, GPUIVF_PAGE_ID, bs->lists);
 	while (tuplesort_gettupleslot(bs->sort, true, false, bs->outslot, NULL))
 	{
 		bool		isnull;
 		int32		list = DatumGetInt32(slot_getattr(bs->outslot, 1, &isnull));
 		uint64		key = (uint64) DatumGetInt64(slot_getattr(bs->outslot, 2, &isnull));
 		bytea	   *payload = DatumGetByteaPP(slot_getattr(bs->outslot, 3, &isnull));
-		Page		page;
 
-		ItemPointerSet(&tup->heaptid, gi_key_block(key), gi_key_offset(key));
+		gi_key_to_tid(key, &tup->heaptid);
 		memcpy(tup->vec, VARDATA_ANY(payload), bs->dim * sizeof(float4));
-
-		if (list != cur && BufferIsValid(buf))
-		{
-			MarkBufferDirty(buf);
-			UnlockReleaseBuffer(buf);
-			buf = InvalidBuffer;
-		}
-		cur = list;
-
-		if (!BufferIsValid(buf) ||
-			PageGetFreeSpace(BufferGetPage(buf)) < MAXALIGN(itemsz))
-		{
-			Buffer		newbuf = gpuivf_new_buffer(index, MAIN_FORKNUM, true);
-			BlockNumber newblk = BufferGetBlockNumber(newbuf);
-
-			gpuivf_init_page(BufferGetPage(newbuf), GPUIVF_PAGE_DATA);
-			if (BufferIsValid(buf))
-			{
-				GpuivfPageGetOpaque(BufferGetPage(buf))->nextblkno = newblk;
-				MarkBufferDirty(buf);
-				UnlockReleaseBuffer(buf);
-			}
-			else
-				start[list] = newblk;
-			last[list] = newblk;
-			buf = newbuf;
-		}
-		page = BufferGetPage(buf);
-		if (PageAddItem(page, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
-			elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
-				 RelationGetRelationName(index));
+		gi_chain_build_add(&cb, (uint32) list, tup, itemsz);
 
 		done += 1;
 		if (((int64) done & 1023) == 0)
@@ -510,45 +476,16 @@ write_lists(GpuivfBuildState *bs)
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
-	if (BufferIsValid(buf))
-	{
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-	}
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) done);
 
 	/* the chains' ends go into the list-info items */
+	memset(&meta, 0, sizeof(meta));
 	meta.lists = bs->lists;
 	meta.lists_per_page = gpuivf_lists_per_page(bs->dim);
 	meta.listinfo_start = GPUIVF_METAPAGE_BLKNO + 1;
-	for (uint32 l = 0; l < bs->lists;)
-	{
-		BlockNumber blkno;
-		OffsetNumber off;
-		Page		page;
-
-		gpuivf_listinfo_location(&meta, l, &blkno, &off);
-		buf = ReadBuffer(index, blkno);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		page = BufferGetPage(buf);
-		for (; l < bs->lists; l++)
-		{
-			GpuivfListInfo info;
-			BlockNumber b;
-
-			gpuivf_listinfo_location(&meta, l, &b, &off);
-			if (b != blkno)
-				break;
-			info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, off));
-			info->startPage = start[l];
-			info->insertPage = last[l];
-		}
-		MarkBufferDirty(buf);
-		UnlockReleaseBuffer(buf);
-	}
+	gpuivf_list_dir(&meta, &dir);
+	gi_chain_build_end(&cb, &dir);
 	pfree(tup);
-	pfree(start);
-	pfree(last);
 }
 
 static void
@@ -678,8 +615,8 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* resident at once; replaces the store of the old pages (REINDEX) */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_LOAD);
-	gpuivf_remember_built(index);
-	gpuivf_load_or_drop(index);
+	gi_remember_built(index);
+	gi_store_replace(index, gpuivf_load);
 
 	phase_done(&bs, 4);
 	ereport(DEBUG1,
@@ -711,7 +648,7 @@ gpuivf_buildempty(Relation index)
 	Buffer		metabuf;
 	uint32		metric = gpuivf_opclass_metric(index);
 
-	metabuf = gpuivf_new_buffer(index, INIT_FORKNUM, true);
+	metabuf = gi_new_buffer(index, INIT_FORKNUM, true);
 	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
 	START_CRIT_SECTION();
 	gpuivf_init_metapage(BufferGetPage(metabuf), 0, 0, gpuivf_lists_option(index),

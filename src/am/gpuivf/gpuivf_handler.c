@@ -337,7 +337,7 @@ gpuivf_handler(PG_FUNCTION_ARGS)
 	amroutine->ambuildempty = gpuivf_buildempty;
 	amroutine->aminsert = gpuivf_insert;
 	amroutine->ambulkdelete = gpuivf_bulkdelete;
-	amroutine->amvacuumcleanup = gpuivf_vacuumcleanup;
+	amroutine->amvacuumcleanup = gi_lists_vacuumcleanup;
 	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = gpuivf_costestimate;
 	amroutine->amoptions = gpuivf_options;

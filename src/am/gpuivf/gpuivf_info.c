@@ -112,50 +112,40 @@ gpuivf_centroids(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+typedef struct ListItems
+{
+	ReturnSetInfo *rsinfo;
+	uint32		list;
+} ListItems;
+
+/* one row of gpuivf_list_items, from a copy of the page */
+static bool
+list_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
+{
+	ListItems  *li = (ListItems *) arg;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = Int32GetDatum((int32) li->list);
+	values[1] = PointerGetDatum(heaptid);
+	tuplestore_putvalues(li->rsinfo->setResult, li->rsinfo->setDesc, values, nulls);
+	return true;
+}
+
 Datum
 gpuivf_list_items(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	heap;
 	Relation	index = gpuivf_open_for_sql(PG_GETARG_OID(0), &heap);
 	GpuivfMeta	meta;
-	char	   *pagecopy = palloc(BLCKSZ);
+	ListItems	li;
 
 	InitMaterializedSRF(fcinfo, 0);
 	meta = *gpuivf_get_meta(index);
-	for (uint32 l = 0; l < meta.lists; l++)
-	{
-		BlockNumber listblk;
-		OffsetNumber listoff;
-		BlockNumber blkno;
-
-		gpuivf_listinfo_location(&meta, l, &listblk, &listoff);
-		gpuivf_read_list(index, listblk, listoff, &blkno, NULL);
-		while (BlockNumberIsValid(blkno))
-		{
-			Buffer		buf = ReadBuffer(index, blkno);
-			OffsetNumber maxoff;
-
-			/* emit from a copy: the tuplestore may write to disk */
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			memcpy(pagecopy, BufferGetPage(buf), BLCKSZ);
-			UnlockReleaseBuffer(buf);
-			maxoff = PageGetMaxOffsetNumber(pagecopy);
-			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-			{
-				GpuivfTuple tup = (GpuivfTuple) PageGetItem(pagecopy,
-															PageGetItemId(pagecopy, off));
-				Datum		values[2];
-				bool		nulls[2] = {false, false};
-
-				values[0] = Int32GetDatum((int32) l);
-				values[1] = PointerGetDatum(&tup->heaptid);
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			}
-			blkno = GpuivfPageGetOpaque(pagecopy)->nextblkno;
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
+	li.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	for (li.list = 0; li.list < meta.lists; li.list++)
+		(void) gi_list_walk(index, gpuivf_list_ref(&meta, li.list), NULL,
+							list_item, &li);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	return (Datum) 0;

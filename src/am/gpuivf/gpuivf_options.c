@@ -50,8 +50,6 @@ gpuivf_init(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuivf");
-
-	gpuivf_register_callbacks();
 }
 
 bytea *

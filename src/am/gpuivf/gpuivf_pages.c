@@ -1,23 +1,17 @@
 /*
  * gpuivf_pages.c
- *		Page layout: metapage, list-info pages, list chains; appending a row
- *		to a list; the cached metapage and centroids.
+ *		gpuivf's pages around the shared list chains: the metapage, the
+ *		list-info pages (list heads and centroids), the cached metapage and
+ *		centroids, and appending a row to its list.
  *
- * Lock order, to stay clear of deadlocks: a list-info page may be locked
- * before a data page (creating a list's first page), never after one; the
- * metapage before a new list-info page (the first insert into an empty
- * index).  Appends release the data page before they update the list's
- * insert page.  Several data pages are locked only in chain order (a
- * page, then the one it links to: linking a new page, VACUUM unlinking an
- * empty one); a page from the free space map is in no chain.
+ * Lock order (with gi_chain.c's): the metapage before a new list-info
+ * page (the first insert into an empty index); a list-info page before a
+ * data page, never after one.
  */
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
 #include "storage/bufmgr.h"
-#include "storage/indexfsm.h"
-#include "storage/lmgr.h"
-#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -26,73 +20,11 @@
 StaticAssertDecl(offsetof(GpuivfListInfoData, centroid) == offsetof(GpuivfTupleData, vec),
 				 "list-info items and tuples share their header size");
 
-void
-gpuivf_init_page(Page page, uint16 flags)
-{
-	GpuivfPageOpaque opaque;
-
-	PageInit(page, BLCKSZ, sizeof(GpuivfPageOpaqueData));
-	opaque = GpuivfPageGetOpaque(page);
-	opaque->nextblkno = InvalidBlockNumber;
-	opaque->flags = flags;
-	opaque->page_id = GPUIVF_PAGE_ID;
-}
-
-/*
- * Whether a page can be taken for a new use: deleted so long ago that no
- * running transaction can still hold a pointer to it (gpuivf.h), or never
- * initialised.
- */
-bool
-gpuivf_page_recyclable(Page page)
-{
-	if (PageIsNew(page))
-		return true;
-	return (GpuivfPageGetOpaque(page)->flags & GPUIVF_PAGE_DELETED) != 0 &&
-		GlobalVisCheckRemovableXid(NULL, ((PageHeader) page)->pd_prune_xid);
-}
-
-/*
- * A new page, exclusively locked, not yet initialised: outside a build a
- * recyclable page from the free space map when there is one, else a page
- * at the end of the relation (other backends may extend concurrently).
- */
-Buffer
-gpuivf_new_buffer(Relation index, ForkNumber forknum, bool building)
-{
-	Buffer		buf;
-
-	while (!building && forknum == MAIN_FORKNUM)
-	{
-		BlockNumber blkno = GetFreeIndexPage(index);
-
-		if (!BlockNumberIsValid(blkno))
-			break;
-		buf = ReadBuffer(index, blkno);
-		/* a page someone else just took is busy: try the next one */
-		if (ConditionalLockBuffer(buf))
-		{
-			if (gpuivf_page_recyclable(BufferGetPage(buf)))
-				return buf;
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		}
-		ReleaseBuffer(buf);
-	}
-
-	if (!building)
-		LockRelationForExtension(index, ExclusiveLock);
-	buf = ReadBufferExtended(index, forknum, P_NEW, RBM_NORMAL, NULL);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	if (!building)
-		UnlockRelationForExtension(index, ExclusiveLock);
-	return buf;
-}
-
 uint32
 gpuivf_lists_per_page(uint32 dim)
 {
 	Size		avail = BLCKSZ - MAXALIGN(SizeOfPageHeaderData) -
-		MAXALIGN(sizeof(GpuivfPageOpaqueData));
+		MAXALIGN(sizeof(GiPageOpaqueData));
 
 	return (uint32) (avail / (MAXALIGN(GPUIVF_ITEM_SIZE(dim)) + sizeof(ItemIdData)));
 }
@@ -103,7 +35,7 @@ gpuivf_init_metapage(Page page, uint32 dim, uint32 lists, uint32 requested_lists
 {
 	GpuivfMetaPage metap;
 
-	gpuivf_init_page(page, GPUIVF_PAGE_META);
+	gi_init_page(page, GI_PAGE_META, GPUIVF_PAGE_ID);
 	metap = GpuivfPageGetMeta(page);
 	memset(metap, 0, sizeof(*metap));
 	metap->magic = GPUIVF_MAGIC;
@@ -201,7 +133,7 @@ gpuivf_get_meta(Relation index)
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (PageGetMaxOffsetNumber(page) < nitems ||
-			!(GpuivfPageGetOpaque(page)->flags & GPUIVF_PAGE_LISTINFO))
+			!(GiPageGetOpaque(page)->flags & GPUIVF_PAGE_LISTINFO))
 			ereport(ERROR,
 					(errcode(ERRCODE_INDEX_CORRUPTED),
 					 errmsg("gpuivf index \"%s\" has a corrupt list-info page %u",
@@ -224,54 +156,31 @@ gpuivf_get_meta(Relation index)
 	return res;
 }
 
-void
-gpuivf_listinfo_location(const GpuivfMeta *meta, uint32 list,
-						 BlockNumber *blkno, OffsetNumber *offnum)
+/* where list's head is: its item on the list-info pages */
+GiListRef
+gpuivf_list_ref(const GpuivfMeta *meta, uint32 list)
 {
+	GiListRef	ref;
+
 	Assert(list < meta->lists);
-	*blkno = meta->listinfo_start + list / meta->lists_per_page;
-	*offnum = FirstOffsetNumber + list % meta->lists_per_page;
+	ref.blkno = meta->listinfo_start + list / meta->lists_per_page;
+	ref.offnum = FirstOffsetNumber + list % meta->lists_per_page;
+	return ref;
 }
 
-void
-gpuivf_read_list(Relation index, BlockNumber listblk, OffsetNumber listoff,
-				 BlockNumber *start, BlockNumber *insert)
+static GiListRef
+locate_list(const void *arg, uint32 list)
 {
-	Buffer		buf = ReadBuffer(index, listblk);
-	Page		page;
-	GpuivfListInfo info;
-
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, listoff));
-	*start = info->startPage;
-	if (insert)
-		*insert = info->insertPage;
-	UnlockReleaseBuffer(buf);
+	return gpuivf_list_ref((const GpuivfMeta *) arg, list);
 }
 
-/* insertPage is a hint: any page of the chain will do */
+/* every list of the index; meta must outlive dir */
 void
-gpuivf_set_insert_page(Relation index, BlockNumber listblk, OffsetNumber listoff,
-					   BlockNumber insertPage)
+gpuivf_list_dir(const GpuivfMeta *meta, GiListDir *dir)
 {
-	Buffer		buf = ReadBuffer(index, listblk);
-	GenericXLogState *state;
-	Page		page;
-	GpuivfListInfo info;
-
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buf);
-	info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, listoff));
-	if (info->insertPage != insertPage)
-	{
-		state = GenericXLogStart(index);
-		page = GenericXLogRegisterBuffer(state, buf, 0);
-		info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, listoff));
-		info->insertPage = insertPage;
-		GenericXLogFinish(state);
-	}
-	UnlockReleaseBuffer(buf);
+	dir->nlists = meta->lists;
+	dir->locate = locate_list;
+	dir->arg = meta;
 }
 
 /*
@@ -307,15 +216,15 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("expected %u dimensions, not %u", metap->dim, dim)));
 
-	newbuf = gpuivf_new_buffer(index, MAIN_FORKNUM, false);
+	newbuf = gi_new_buffer(index, MAIN_FORKNUM, false);
 
 	state = GenericXLogStart(index);
 	mpage = GenericXLogRegisterBuffer(state, metabuf, 0);
 	lpage = GenericXLogRegisterBuffer(state, newbuf, GENERIC_XLOG_FULL_IMAGE);
-	gpuivf_init_page(lpage, GPUIVF_PAGE_LISTINFO);
+	gi_init_page(lpage, GPUIVF_PAGE_LISTINFO, GPUIVF_PAGE_ID);
 	info = palloc0(itemsz);
-	info->startPage = InvalidBlockNumber;
-	info->insertPage = InvalidBlockNumber;
+	info->head.start = InvalidBlockNumber;
+	info->head.insert = InvalidBlockNumber;
 	if (PageAddItem(lpage, (Item) info, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
 		elog(ERROR, "failed to add list-info item to gpuivf index \"%s\"",
 			 RelationGetRelationName(index));
@@ -331,141 +240,16 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 	pfree(info);
 }
 
-/* the list has no page yet: give it one holding the tuple */
-static bool
-append_first_page(Relation index, BlockNumber listblk, OffsetNumber listoff,
-				  GpuivfTuple tup, Size itemsz)
-{
-	Buffer		buf = ReadBuffer(index, listblk);
-	Buffer		newbuf;
-	GenericXLogState *state;
-	Page		page;
-	Page		newpage;
-	GpuivfListInfo info;
-	BlockNumber newblk;
-
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buf);
-	info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, listoff));
-	if (BlockNumberIsValid(info->startPage))
-	{
-		UnlockReleaseBuffer(buf);
-		return false;
-	}
-
-	newbuf = gpuivf_new_buffer(index, MAIN_FORKNUM, false);
-	newblk = BufferGetBlockNumber(newbuf);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, 0);
-	newpage = GenericXLogRegisterBuffer(state, newbuf, GENERIC_XLOG_FULL_IMAGE);
-	gpuivf_init_page(newpage, GPUIVF_PAGE_DATA);
-	if (PageAddItem(newpage, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
-		elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
-			 RelationGetRelationName(index));
-	info = (GpuivfListInfo) PageGetItem(page, PageGetItemId(page, listoff));
-	info->startPage = newblk;
-	info->insertPage = newblk;
-	GenericXLogFinish(state);
-
-	UnlockReleaseBuffer(newbuf);
-	UnlockReleaseBuffer(buf);
-	return true;
-}
-
-/*
- * Append one row to the list whose list-info item is at (listblk,
- * listoff): on the first page from the list's insert page on that has
- * room, or on a new page linked at the end of the chain.
- */
+/* append one row to the list whose head ref finds */
 void
-gpuivf_append(Relation index, uint32 dim, BlockNumber listblk, OffsetNumber listoff,
-			  ItemPointer heaptid, const float4 *vec)
+gpuivf_append(Relation index, uint32 dim, GiListRef ref, ItemPointer heaptid,
+			  const float4 *vec)
 {
 	Size		itemsz = GPUIVF_ITEM_SIZE(dim);
 	GpuivfTuple tup = palloc0(itemsz);
-	BlockNumber start;
-	BlockNumber blkno;
 
 	tup->heaptid = *heaptid;
 	memcpy(tup->vec, vec, dim * sizeof(float4));
-
-	gpuivf_read_list(index, listblk, listoff, &start, &blkno);
-	if (!BlockNumberIsValid(start))
-	{
-		if (append_first_page(index, listblk, listoff, tup, itemsz))
-		{
-			pfree(tup);
-			return;
-		}
-		gpuivf_read_list(index, listblk, listoff, &start, &blkno);
-	}
-	if (!BlockNumberIsValid(blkno))
-		blkno = start;
-
-	for (;;)
-	{
-		Buffer		buf = ReadBuffer(index, blkno);
-		Page		page;
-		BlockNumber next;
-		Buffer		newbuf;
-		BlockNumber newblk;
-		Page		newpage;
-		GenericXLogState *state;
-
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		page = BufferGetPage(buf);
-
-		/*
-		 * VACUUM unlinked it after we read the pointer to it (it cannot have
-		 * been reused meanwhile: our transaction holds the horizon back).
-		 * The list's first page is never unlinked: walk from there.
-		 */
-		if (GpuivfPageGetOpaque(page)->flags & GPUIVF_PAGE_DELETED)
-		{
-			UnlockReleaseBuffer(buf);
-			blkno = start;
-			continue;
-		}
-
-		if (PageGetFreeSpace(page) >= MAXALIGN(itemsz))
-		{
-			state = GenericXLogStart(index);
-			page = GenericXLogRegisterBuffer(state, buf, 0);
-			if (PageAddItem(page, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
-				elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
-					 RelationGetRelationName(index));
-			/* its list needs it again: VACUUM keeps it in the chain */
-			GpuivfPageGetOpaque(page)->flags &= ~GPUIVF_PAGE_IDLE;
-			GenericXLogFinish(state);
-			UnlockReleaseBuffer(buf);
-			break;
-		}
-
-		next = GpuivfPageGetOpaque(page)->nextblkno;
-		if (BlockNumberIsValid(next))
-		{
-			UnlockReleaseBuffer(buf);
-			blkno = next;
-			continue;
-		}
-
-		/* end of the chain and full: link a new page */
-		newbuf = gpuivf_new_buffer(index, MAIN_FORKNUM, false);
-		newblk = BufferGetBlockNumber(newbuf);
-		state = GenericXLogStart(index);
-		page = GenericXLogRegisterBuffer(state, buf, 0);
-		newpage = GenericXLogRegisterBuffer(state, newbuf, GENERIC_XLOG_FULL_IMAGE);
-		gpuivf_init_page(newpage, GPUIVF_PAGE_DATA);
-		if (PageAddItem(newpage, (Item) tup, itemsz, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
-			elog(ERROR, "failed to add tuple to gpuivf index \"%s\"",
-				 RelationGetRelationName(index));
-		GpuivfPageGetOpaque(page)->nextblkno = newblk;
-		GenericXLogFinish(state);
-		UnlockReleaseBuffer(newbuf);
-		UnlockReleaseBuffer(buf);
-
-		gpuivf_set_insert_page(index, listblk, listoff, newblk);
-		break;
-	}
+	gi_list_append(index, GPUIVF_PAGE_ID, ref, tup, itemsz);
 	pfree(tup);
 }

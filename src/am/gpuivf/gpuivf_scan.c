@@ -39,10 +39,7 @@ typedef struct GpuivfScanOpaqueData
 	uint32		nhits;
 	uint32		pos;
 	bool		more;			/* the service may have more than it gave */
-
-	bool		have_last;
-	float		last_dist;
-	uint64		last_key;
+	GiHitCursor cursor;			/* after the last hit returned */
 } GpuivfScanOpaqueData;
 
 typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
@@ -89,7 +86,7 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 	so->hits = NULL;
 	so->nhits = so->pos = 0;
 	so->more = false;
-	so->have_last = false;
+	gi_hit_cursor_reset(&so->cursor);
 
 	if (scan->numberOfOrderBys == 0)
 		ereport(ERROR,
@@ -155,7 +152,7 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 			return false;
 		gpuivf_check_not_in_recovery();
 		/* this session's own new rows must be searchable */
-		gpuivf_flush_index(scan->indexRelation);
+		gi_flush_inserts(scan->indexRelation);
 		search(scan, (uint32) gpuivf_scan_batch);
 	}
 
@@ -165,14 +162,10 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 		{
 			gi_hit	   *h = &so->hits[so->pos++];
 
-			if (so->have_last && !gpuivf_hit_after(h, so->last_dist, so->last_key))
+			if (!gi_hit_cursor_next(&so->cursor, h))
 				continue;		/* returned by an earlier batch */
-			so->have_last = true;
-			so->last_dist = h->distance;
-			so->last_key = h->key;
 
-			ItemPointerSet(&scan->xs_heaptid, gi_key_block(h->key),
-						   gi_key_offset(h->key));
+			gi_key_to_tid(h->key, &scan->xs_heaptid);
 			scan->xs_recheck = false;
 			scan->xs_recheckorderby = false;
 			scan->xs_orderbyvals[0] = Float8GetDatum(gpuivf_distance_value(so->metric,

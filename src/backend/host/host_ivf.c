@@ -420,12 +420,13 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
  * in the building backend).
  */
 gi_status
-gi_host_kmeans_assign(uint32_t nlists, uint32_t dim, gi_metric metric,
-					  const float *centroids, uint32_t n, const float *vectors,
-					  uint32_t *lists)
+gi_host_kmeans_assign(gi_device *device, uint32_t nlists, uint32_t dim,
+					  gi_metric metric, const float *centroids, uint32_t n,
+					  const float *vectors, uint32_t *lists)
 {
 	uint32_t	i;
 
+	(void) device;
 	if (nlists == 0 || dim == 0 || (n > 0 && (centroids == NULL || vectors == NULL ||
 											  lists == NULL)) ||
 		(metric != GI_METRIC_L2 && metric != GI_METRIC_IP && metric != GI_METRIC_COSINE))
@@ -458,3 +459,79 @@ gi_host_kmeans_assign(uint32_t nlists, uint32_t dim, gi_metric metric,
 	}
 	return GI_OK;
 }
+
+/* ---- the IVF kind: state kept with the store, search with it ------------ */
+
+static gi_status
+gi_host_ivf_set_state(gi_store *store, const void *state, size_t bytes)
+{
+	const gi_store_params *params;
+	const gi_ivf_state *st = state;
+	void	   *copy;
+
+	if (store == NULL || state == NULL || bytes < sizeof(gi_ivf_state))
+	{
+		gi_host_set_error("ivf set_state: no store or no state");
+		return GI_ERR_INVALID;
+	}
+	params = gi_host_store_params(store);
+	if (st->nlists != params->nlists || st->dim == 0 ||
+		(uint64_t) st->dim * 4 != params->record_bytes ||
+		bytes != gi_ivf_state_size(st->nlists, st->dim))
+	{
+		gi_host_set_error("ivf set_state: state of %u lists x %u dimensions (%zu bytes) does not fit a store of %u lists and %u-byte records",
+						  st->nlists, st->dim, bytes, params->nlists,
+						  params->record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (st->metric != GI_METRIC_L2 && st->metric != GI_METRIC_IP &&
+		st->metric != GI_METRIC_COSINE)
+	{
+		gi_host_set_error("ivf set_state: unknown metric %u", st->metric);
+		return GI_ERR_INVALID;
+	}
+	copy = malloc(bytes);
+	if (copy == NULL)
+	{
+		gi_host_set_error("ivf set_state: out of memory for %zu bytes", bytes);
+		return GI_ERR_NOMEM;
+	}
+	memcpy(copy, state, bytes);
+	gi_host_store_set_kind_state(store, copy, free);
+	return GI_OK;
+}
+
+static gi_status
+gi_host_ivf_kind_search(gi_store *store, const void *params, uint32_t nq,
+						const void *queries, size_t query_bytes, uint32_t k,
+						gi_hit *hits, uint32_t *found)
+{
+	const gi_ivf_search_params *p = params;
+	const gi_ivf_state *st;
+
+	if (store == NULL || p == NULL)
+	{
+		gi_host_set_error("ivf search: no store or no parameters");
+		return GI_ERR_INVALID;
+	}
+	st = gi_host_store_kind_state(store);
+	if (st == NULL)
+	{
+		gi_host_set_error("ivf search: the store has no centroids (set_state was not called)");
+		return GI_ERR_INVALID;
+	}
+	if (p->dim != st->dim || query_bytes != (size_t) nq * st->dim * sizeof(float))
+	{
+		gi_host_set_error("ivf search: %zu bytes of queries of dimension %u for an index of dimension %u",
+						  query_bytes, p->dim, st->dim);
+		return GI_ERR_INVALID;
+	}
+	return gi_host_ivf_search(store, gi_ivf_state_centroids(st), st->dim,
+							  (gi_metric) st->metric, nq, queries, p->probes,
+							  k, hits, found);
+}
+
+const gi_kind_ops gi_host_ivf_kind = {
+	.set_state = gi_host_ivf_set_state,
+	.search = gi_host_ivf_kind_search,
+};

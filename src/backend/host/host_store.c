@@ -20,13 +20,16 @@
  *	  row to slab << 32 | slot; rows of one key are chained through
  *	  row_next so that a key owning many rows is deleted in time
  *	  proportional to its own rows;
- *	- a key -> first row hash map (open addressing, linear probing,
- *	  backward-shift deletion, so no tombstones ever accumulate);
+ *	- a key -> first row hash map, and with GI_KEYS_PER_LIST a second one
+ *	  from (key, list) -> row that makes the "one record per list" check
+ *	  O(1) however many records the key owns; both use open addressing,
+ *	  linear probing and backward-shift deletion, so no tombstones ever
+ *	  accumulate;
  *	- a slab whose count drops to zero is unlinked and pushed on the free
  *	  stack at once.
  *
- * Every operation that can fail (growth of the pool or of the key map) is
- * done before the record being inserted touches any structure, so an error
+ * Every operation that can fail (growth of the pool or of a map) is done
+ * before the record being inserted touches any structure, so an error
  * mid-batch leaves the records before it inserted and the store consistent.
  */
 #include <stdarg.h>
@@ -60,8 +63,23 @@ typedef struct gi_host_slab
 /* sanity bound on record size, keeps every size computation in range */
 #define GI_HOST_MAX_RECORD_BYTES (1u << 20)
 
-/* initial key map capacity (power of two) */
+/* initial capacity of a hash map (power of two) */
 #define GI_HOST_MAP_INITIAL 64
+
+/*
+ * An open-addressing hash map from a key, or from a (key, list) pair when
+ * by_list, to a row.  A slot is empty when rows[i] == GI_NIL, so every key
+ * value is legal.
+ */
+typedef struct gi_host_map
+{
+	uint64_t	cap;			/* power of two; 0 when the map is not kept */
+	uint64_t	count;
+	bool		by_list;
+	uint64_t   *keys;			/* [cap] */
+	uint32_t   *lists;			/* [cap] when by_list, else NULL */
+	uint32_t   *rows;			/* [cap] */
+} gi_host_map;
 
 struct gi_store
 {
@@ -90,17 +108,32 @@ struct gi_store
 	uint32_t   *free_rows;		/* stack, [nslabs * 32] */
 	uint32_t	nfree_rows;
 
-	/* key map: slot empty when map_rows[i] == GI_NIL (every key is legal) */
-	uint64_t	map_cap;		/* power of two */
-	uint64_t	map_count;
-	uint64_t   *map_keys;
-	uint32_t   *map_rows;
+	/* key -> first row of the key's chain */
+	gi_host_map keymap;
+
+	/* (key, list) -> row; kept only with GI_KEYS_PER_LIST */
+	gi_host_map pairmap;
+
+	/* map slots examined and chain rows visited by inserts and deletes */
+	uint64_t	steps;
 
 	uint64_t	rows;
 	uint64_t	slabs_used;
 	uint64_t	inserts;
 	uint64_t	deletes;
+
+	/* what the store's kind keeps (set_state), freed with the store */
+	void	   *kind_state;
+	void		(*kind_state_free) (void *state);
 };
+
+/* the host is one device */
+struct gi_device
+{
+	int			ordinal;
+};
+
+static gi_device gi_host_the_device = {0};
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -148,13 +181,22 @@ gi_host_malloc(size_t size)
 
 /* ---- sizes -------------------------------------------------------------- */
 
+/* bytes per entry of a map */
+static inline uint64_t
+gi_host_map_entry_bytes(bool by_list)
+{
+	return sizeof(uint64_t) + sizeof(uint32_t) + (by_list ? sizeof(uint32_t) : 0);
+}
+
 /*
- * Bytes the store holds with a pool of nslabs slabs and a key map of
- * map_cap entries: the single source of truth for both the stats and the
- * memory limit, so that the two can never disagree.
+ * Bytes the store holds with a pool of nslabs slabs, a key map of keys_cap
+ * entries and a pair map of pairs_cap entries: the single source of truth
+ * for both the stats and the memory limit, so that the two can never
+ * disagree.
  */
 static uint64_t
-gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
+gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
+				  uint64_t pairs_cap)
 {
 	uint64_t	per_slab;
 
@@ -167,7 +209,15 @@ gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * sizeof(uint32_t)
 		+ nslabs * per_slab
-		+ map_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+		+ keys_cap * gi_host_map_entry_bytes(false)
+		+ pairs_cap * gi_host_map_entry_bytes(true);
+}
+
+/* bytes held now, with a pool of nslabs slabs */
+static inline uint64_t
+gi_host_bytes_with_slabs(const gi_store *s, uint64_t nslabs)
+{
+	return gi_host_bytes_for(s, nslabs, s->keymap.cap, s->pairmap.cap);
 }
 
 static gi_status
@@ -179,7 +229,7 @@ gi_host_limit_error(const gi_store *s, uint64_t need)
 	return GI_ERR_LIMIT;
 }
 
-/* ---- key map ------------------------------------------------------------ */
+/* ---- hash maps ----------------------------------------------------------- */
 
 /* the murmur3 finalizer: TIDs differ in few low bits, so mix them all */
 static inline uint64_t
@@ -193,36 +243,62 @@ gi_host_hash(uint64_t k)
 	return k;
 }
 
-#define GI_HOST_MAP_NONE UINT64_MAX
-
-static uint64_t
-gi_host_map_find(const gi_store *s, uint64_t key)
+/* home slot of an entry; list is ignored unless the map is by_list */
+static inline uint64_t
+gi_host_map_home(const gi_host_map *m, uint64_t key, uint32_t list)
 {
-	uint64_t	mask = s->map_cap - 1;
-	uint64_t	i = gi_host_hash(key) & mask;
+	uint64_t	h = gi_host_hash(key);
 
-	/* the load factor bound guarantees an empty slot, so this terminates */
-	while (s->map_rows[i] != GI_NIL)
-	{
-		if (s->map_keys[i] == key)
-			return i;
-		i = (i + 1) & mask;
-	}
-	return GI_HOST_MAP_NONE;
+	if (m->by_list)
+		h = gi_host_hash(h ^ list);
+	return h & (m->cap - 1);
 }
 
-/* place a key known to be absent; capacity already ensured */
-static void
-gi_host_map_put(uint64_t *keys, uint32_t *rows, uint64_t cap,
-				uint64_t key, uint32_t row)
-{
-	uint64_t	mask = cap - 1;
-	uint64_t	i = gi_host_hash(key) & mask;
+#define GI_HOST_MAP_NONE UINT64_MAX
 
-	while (rows[i] != GI_NIL)
+/*
+ * Slot of key (and list, when by_list), or GI_HOST_MAP_NONE.  Adds the
+ * slots examined to *steps when steps is not NULL.
+ */
+static uint64_t
+gi_host_map_find(const gi_host_map *m, uint64_t key, uint32_t list,
+				 uint64_t *steps)
+{
+	uint64_t	mask = m->cap - 1;
+	uint64_t	i = gi_host_map_home(m, key, list);
+	uint64_t	n = 1;
+	uint64_t	found = GI_HOST_MAP_NONE;
+
+	/* the load factor bound guarantees an empty slot, so this terminates */
+	while (m->rows[i] != GI_NIL)
+	{
+		if (m->keys[i] == key && (!m->by_list || m->lists[i] == list))
+		{
+			found = i;
+			break;
+		}
 		i = (i + 1) & mask;
-	keys[i] = key;
-	rows[i] = row;
+		n++;
+	}
+	if (steps)
+		*steps += n;
+	return found;
+}
+
+/* add an entry known to be absent; capacity already ensured */
+static void
+gi_host_map_put(gi_host_map *m, uint64_t key, uint32_t list, uint32_t row)
+{
+	uint64_t	mask = m->cap - 1;
+	uint64_t	i = gi_host_map_home(m, key, list);
+
+	while (m->rows[i] != GI_NIL)
+		i = (i + 1) & mask;
+	m->keys[i] = key;
+	if (m->by_list)
+		m->lists[i] = list;
+	m->rows[i] = row;
+	m->count++;
 }
 
 /*
@@ -231,9 +307,9 @@ gi_host_map_put(uint64_t *keys, uint32_t *rows, uint64_t cap,
  * its home position lies cyclically in (i, j].
  */
 static void
-gi_host_map_remove(gi_store *s, uint64_t i)
+gi_host_map_remove(gi_host_map *m, uint64_t i, uint64_t *steps)
 {
-	uint64_t	mask = s->map_cap - 1;
+	uint64_t	mask = m->cap - 1;
 	uint64_t	j = i;
 
 	for (;;)
@@ -241,68 +317,103 @@ gi_host_map_remove(gi_store *s, uint64_t i)
 		uint64_t	home;
 
 		j = (j + 1) & mask;
-		if (s->map_rows[j] == GI_NIL)
+		(*steps)++;
+		if (m->rows[j] == GI_NIL)
 			break;
-		home = gi_host_hash(s->map_keys[j]) & mask;
+		home = gi_host_map_home(m, m->keys[j], m->by_list ? m->lists[j] : 0);
 		if (((j - home) & mask) >= ((j - i) & mask))
 		{
-			s->map_keys[i] = s->map_keys[j];
-			s->map_rows[i] = s->map_rows[j];
+			m->keys[i] = m->keys[j];
+			if (m->by_list)
+				m->lists[i] = m->lists[j];
+			m->rows[i] = m->rows[j];
 			i = j;
 		}
 	}
-	s->map_rows[i] = GI_NIL;
-	s->map_count--;
+	m->rows[i] = GI_NIL;
+	m->count--;
 }
 
-/* does adding one more key keep the load factor at or under 2/3? */
+/* does adding one more entry keep the load factor at or under 2/3? */
 static inline bool
-gi_host_map_has_room(const gi_store *s)
+gi_host_map_has_room(const gi_host_map *m)
 {
-	return (s->map_count + 1) * 3 <= s->map_cap * 2;
+	return (m->count + 1) * 3 <= m->cap * 2;
 }
 
-static gi_status
-gi_host_map_resize(gi_store *s, uint64_t newcap)
+static void
+gi_host_map_free(gi_host_map *m)
 {
-	uint64_t   *keys;
-	uint32_t   *rows;
+	free(m->keys);
+	free(m->lists);
+	free(m->rows);
+	m->keys = NULL;
+	m->lists = NULL;
+	m->rows = NULL;
+}
+
+/*
+ * Rebuild map m of store s with newcap entries, checked against the
+ * memory limit first; on failure m is unchanged.
+ */
+static gi_status
+gi_host_map_resize(gi_store *s, gi_host_map *m, uint64_t newcap)
+{
+	const char *what = m->by_list ? "(key, list) map" : "key map";
+	gi_host_map n;
 	uint64_t	need;
 	uint64_t	i;
 
-	need = gi_host_bytes_for(s, s->nslabs, newcap);
+	need = gi_host_bytes_for(s, s->nslabs,
+							 m == &s->keymap ? newcap : s->keymap.cap,
+							 m == &s->pairmap ? newcap : s->pairmap.cap);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 		return gi_host_limit_error(s, need);
 	if (newcap > SIZE_MAX / sizeof(uint64_t))
 	{
-		gi_host_set_error("key map of %llu entries is too large",
+		gi_host_set_error("%s of %llu entries is too large", what,
 						  (unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
 
-	keys = gi_host_malloc(newcap * sizeof(uint64_t));
-	rows = keys ? gi_host_malloc(newcap * sizeof(uint32_t)) : NULL;
-	if (rows == NULL)
+	memset(&n, 0, sizeof(n));
+	n.cap = newcap;
+	n.by_list = m->by_list;
+	n.keys = gi_host_malloc(newcap * sizeof(uint64_t));
+	if (n.keys && n.by_list)
+		n.lists = gi_host_malloc(newcap * sizeof(uint32_t));
+	if (n.keys && (n.lists || !n.by_list))
+		n.rows = gi_host_malloc(newcap * sizeof(uint32_t));
+	if (n.rows == NULL)
 	{
-		free(keys);
-		gi_host_set_error("out of memory growing the key map to %llu entries",
-						  (unsigned long long) newcap);
+		gi_host_map_free(&n);
+		gi_host_set_error("out of memory growing the %s to %llu entries",
+						  what, (unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
-	/* keys too, so that no byte of the map is ever undefined */
-	memset(keys, 0, newcap * sizeof(uint64_t));
-	memset(rows, 0xFF, newcap * sizeof(uint32_t));
+	/* keys and lists too, so that no byte of the map is ever undefined */
+	memset(n.keys, 0, newcap * sizeof(uint64_t));
+	if (n.by_list)
+		memset(n.lists, 0, newcap * sizeof(uint32_t));
+	memset(n.rows, 0xFF, newcap * sizeof(uint32_t));
 
-	for (i = 0; i < s->map_cap; i++)
-		if (s->map_rows[i] != GI_NIL)
-			gi_host_map_put(keys, rows, newcap, s->map_keys[i], s->map_rows[i]);
+	for (i = 0; i < m->cap; i++)
+		if (m->rows[i] != GI_NIL)
+			gi_host_map_put(&n, m->keys[i], m->by_list ? m->lists[i] : 0,
+							m->rows[i]);
 
-	free(s->map_keys);
-	free(s->map_rows);
-	s->map_keys = keys;
-	s->map_rows = rows;
-	s->map_cap = newcap;
+	gi_host_map_free(m);
+	*m = n;
 	return GI_OK;
+}
+
+/* make room for one more entry in m */
+static inline gi_status
+gi_host_map_reserve(gi_store *s, gi_host_map *m)
+{
+	if (gi_host_map_has_room(m))
+		return GI_OK;
+	return gi_host_map_resize(s, m, m->cap * 2);
 }
 
 /* ---- slab pool ---------------------------------------------------------- */
@@ -356,10 +467,10 @@ gi_host_grow_pool(gi_store *s)
 	}
 	if (s->params.memory_limit != 0)
 	{
-		uint64_t	base = gi_host_bytes_for(s, old, s->map_cap);
-		uint64_t	per_slab = gi_host_bytes_for(s, old + 1, s->map_cap) - base;
+		uint64_t	base = gi_host_bytes_with_slabs(s, old);
+		uint64_t	per_slab = gi_host_bytes_with_slabs(s, old + 1) - base;
 
-		if (gi_host_bytes_for(s, want, s->map_cap) > s->params.memory_limit)
+		if (gi_host_bytes_with_slabs(s, want) > s->params.memory_limit)
 		{
 			if (base + per_slab > s->params.memory_limit)
 				return gi_host_limit_error(s, base + per_slab);
@@ -459,6 +570,8 @@ gi_host_store_destroy(gi_store *s)
 {
 	if (s == NULL)
 		return;
+	if (s->kind_state && s->kind_state_free)
+		s->kind_state_free(s->kind_state);
 	free(s->list_head);
 	free(s->slabs);
 	free(s->slot_row);
@@ -468,8 +581,8 @@ gi_host_store_destroy(gi_store *s)
 	free(s->att);
 	free(s->row_next);
 	free(s->free_rows);
-	free(s->map_keys);
-	free(s->map_rows);
+	gi_host_map_free(&s->keymap);
+	gi_host_map_free(&s->pairmap);
 	free(s);
 }
 
@@ -503,6 +616,16 @@ gi_host_store_create(const gi_store_params *params, gi_store **out)
 						  params->record_bytes);
 		return GI_ERR_INVALID;
 	}
+	if (params->key_mode > GI_KEYS_PER_LIST)
+	{
+		gi_host_set_error("unknown key mode %u", params->key_mode);
+		return GI_ERR_INVALID;
+	}
+	if (params->device != NULL && params->device != &gi_host_the_device)
+	{
+		gi_host_set_error("store_create: the device is not the host's");
+		return GI_ERR_INVALID;
+	}
 	if (params->record_bytes > GI_HOST_MAX_RECORD_BYTES)
 	{
 		gi_host_set_error("record size %u is over the maximum of %u bytes",
@@ -522,7 +645,10 @@ gi_host_store_create(const gi_store_params *params, gi_store **out)
 		s->params.chunk_slabs = GI_HOST_DEFAULT_CHUNK_SLABS;
 	s->words = params->record_bytes / 4;
 
-	need = gi_host_bytes_for(s, 0, GI_HOST_MAP_INITIAL);
+	s->pairmap.by_list = true;
+	need = gi_host_bytes_for(s, 0, GI_HOST_MAP_INITIAL,
+							 s->params.key_mode == GI_KEYS_PER_LIST ?
+							 GI_HOST_MAP_INITIAL : 0);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 	{
 		st = gi_host_limit_error(s, need);
@@ -541,7 +667,9 @@ gi_host_store_create(const gi_store_params *params, gi_store **out)
 	for (i = 0; i < s->params.nlists; i++)
 		s->list_head[i] = GI_NIL;
 
-	st = gi_host_map_resize(s, GI_HOST_MAP_INITIAL);
+	st = gi_host_map_resize(s, &s->keymap, GI_HOST_MAP_INITIAL);
+	if (st == GI_OK && s->params.key_mode == GI_KEYS_PER_LIST)
+		st = gi_host_map_resize(s, &s->pairmap, GI_HOST_MAP_INITIAL);
 	if (st != GI_OK)
 	{
 		gi_host_store_destroy(s);
@@ -577,11 +705,17 @@ gi_host_gather(const gi_store *s, uint32_t slab, uint32_t slot, void *dst)
 		memcpy(p + 4 * (size_t) j, &base[(uint64_t) j * GI_SLAB_RECORDS + slot], 4);
 }
 
+/*
+ * Insert one record unless the key mode forbids it.  The check sees the
+ * records inserted before, this batch's included, so the second of a
+ * repeated key (UNIQUE) or (key, list) pair (PER_LIST) is skipped too.
+ */
 static gi_status
 gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 				   const void *payload, bool *inserted)
 {
-	uint64_t	mi = gi_host_map_find(s, key);
+	bool		per_list = s->params.key_mode == GI_KEYS_PER_LIST;
+	uint64_t	mi = gi_host_map_find(&s->keymap, key, 0, &s->steps);
 	uint32_t	head;
 	uint32_t	slab;
 	uint32_t	slot;
@@ -590,13 +724,26 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	gi_status	st;
 
 	*inserted = false;
-	if (mi != GI_HOST_MAP_NONE && s->params.unique_keys)
-		return GI_OK;
+	if (mi != GI_HOST_MAP_NONE)
+	{
+		/* an absent key owns no pair, so the pair map is probed only here */
+		if (s->params.key_mode == GI_KEYS_UNIQUE)
+			return GI_OK;
+		if (per_list &&
+			gi_host_map_find(&s->pairmap, key, list, &s->steps) != GI_HOST_MAP_NONE)
+			return GI_OK;
+	}
 
 	/* first everything that can fail, before any structure changes */
-	if (mi == GI_HOST_MAP_NONE && !gi_host_map_has_room(s))
+	if (mi == GI_HOST_MAP_NONE)
 	{
-		st = gi_host_map_resize(s, s->map_cap * 2);
+		st = gi_host_map_reserve(s, &s->keymap);
+		if (st != GI_OK)
+			return st;
+	}
+	if (per_list)
+	{
+		st = gi_host_map_reserve(s, &s->pairmap);
 		if (st != GI_OK)
 			return st;
 	}
@@ -646,14 +793,15 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	if (mi == GI_HOST_MAP_NONE)
 	{
 		s->row_next[row] = GI_NIL;
-		gi_host_map_put(s->map_keys, s->map_rows, s->map_cap, key, row);
-		s->map_count++;
+		gi_host_map_put(&s->keymap, key, 0, row);
 	}
 	else
 	{
-		s->row_next[row] = s->map_rows[mi];
-		s->map_rows[mi] = row;
+		s->row_next[row] = s->keymap.rows[mi];
+		s->keymap.rows[mi] = row;
 	}
+	if (per_list)
+		gi_host_map_put(&s->pairmap, key, list, row);
 	s->rows++;
 	s->inserts++;
 	*inserted = true;
@@ -714,6 +862,7 @@ gi_host_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 
 /* ---- delete -------------------------------------------------------------- */
 
+/* remove a live row; its key map entry is the caller's business */
 static void
 gi_host_remove_row(gi_store *s, uint32_t row)
 {
@@ -722,6 +871,16 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 	uint32_t	slot = (uint32_t) (a & 0xFFFFFFFFu);
 	gi_host_slab *h = &s->slabs[slab];
 
+	if (s->params.key_mode == GI_KEYS_PER_LIST)
+	{
+		uint64_t	pi;
+
+		pi = gi_host_map_find(&s->pairmap,
+							  s->slot_key[(uint64_t) slab * GI_SLAB_RECORDS + slot],
+							  h->list, &s->steps);
+		if (pi != GI_HOST_MAP_NONE)
+			gi_host_map_remove(&s->pairmap, pi, &s->steps);
+	}
 	h->bitmap &= ~((uint32_t) 1 << slot);
 	h->count--;
 	s->slot_row[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
@@ -757,21 +916,22 @@ gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 	}
 	for (i = 0; i < n; i++)
 	{
-		uint64_t	mi = gi_host_map_find(s, keys[i]);
+		uint64_t	mi = gi_host_map_find(&s->keymap, keys[i], 0, &s->steps);
 		uint32_t	row;
 
 		if (mi == GI_HOST_MAP_NONE)
 			continue;			/* unknown or already deleted */
-		row = s->map_rows[mi];
+		row = s->keymap.rows[mi];
 		while (row != GI_NIL)
 		{
 			uint32_t	next = s->row_next[row];
 
 			gi_host_remove_row(s, row);
+			s->steps++;
 			done++;
 			row = next;
 		}
-		gi_host_map_remove(s, mi);
+		gi_host_map_remove(&s->keymap, mi, &s->steps);
 	}
 	if (ndeleted)
 		*ndeleted = done;
@@ -791,11 +951,11 @@ gi_host_store_stats(gi_store *s, gi_store_stats *out)
 	memset(out, 0, sizeof(*out));
 	out->lists = s->params.nlists;
 	out->rows = s->rows;
-	out->keys = s->map_count;
+	out->keys = s->keymap.count;
 	out->slabs_used = s->slabs_used;
 	out->slabs_free = s->nfree_slabs;
 	out->slabs_total = s->nslabs;
-	out->bytes = gi_host_bytes_for(s, s->nslabs, s->map_cap);
+	out->bytes = gi_host_bytes_with_slabs(s, s->nslabs);
 	out->payload_bytes = s->rows * s->params.record_bytes;
 	out->inserts = s->inserts;
 	out->deletes = s->deletes;
@@ -808,9 +968,28 @@ gi_host_device_count(void)
 	return 1;
 }
 
-static const char *
-gi_host_device_name(void)
+static gi_status
+gi_host_device_open(int ordinal, gi_device **out)
 {
+	if (out == NULL || ordinal != 0)
+	{
+		gi_host_set_error("device_open: the host backend has one device, ordinal 0");
+		return GI_ERR_INVALID;
+	}
+	*out = &gi_host_the_device;
+	return GI_OK;
+}
+
+static void
+gi_host_device_close(gi_device *device)
+{
+	(void) device;
+}
+
+static const char *
+gi_host_device_name(gi_device *device)
+{
+	(void) device;
 	return "host CPU";
 }
 
@@ -825,14 +1004,16 @@ static const gi_backend_ops gi_host_ops = {
 	.name = "cpu",
 	.last_error = gi_host_last_error,
 	.device_count = gi_host_device_count,
+	.device_open = gi_host_device_open,
+	.device_close = gi_host_device_close,
 	.device_name = gi_host_device_name,
 	.store_create = gi_host_store_create,
 	.store_destroy = gi_host_store_destroy,
 	.store_insert = gi_host_store_insert,
 	.store_delete = gi_host_store_delete,
 	.store_stats = gi_host_store_stats,
-	.ivf_search = gi_host_ivf_search,
 	.store_set_limit = gi_host_store_set_limit,
+	.kinds = {[GI_KIND_IVF] = &gi_host_ivf_kind},
 	/*
 	 * No kmeans_* entries: with the host backend every CREATE INDEX trains
 	 * and assigns in its own backend process (gi_host_kmeans_train, called
@@ -853,6 +1034,27 @@ const gi_store_params *
 gi_host_store_params(const gi_store *s)
 {
 	return &s->params;
+}
+
+void *
+gi_host_store_kind_state(const gi_store *s)
+{
+	return s->kind_state;
+}
+
+void
+gi_host_store_set_kind_state(gi_store *s, void *state, void (*free_fn) (void *))
+{
+	if (s->kind_state && s->kind_state_free)
+		s->kind_state_free(s->kind_state);
+	s->kind_state = state;
+	s->kind_state_free = free_fn;
+}
+
+uint64_t
+gi_host_store_steps(const gi_store *s)
+{
+	return s->steps;
 }
 
 uint32_t
@@ -932,10 +1134,10 @@ gi_host_store_lookup(const gi_store *s, uint64_t key, uint32_t *lists,
 
 	if (s == NULL)
 		return 0;
-	mi = gi_host_map_find(s, key);
+	mi = gi_host_map_find(&s->keymap, key, 0, NULL);
 	if (mi == GI_HOST_MAP_NONE)
 		return 0;
-	for (row = s->map_rows[mi]; row != GI_NIL; row = s->row_next[row])
+	for (row = s->keymap.rows[mi]; row != GI_NIL; row = s->row_next[row])
 	{
 		if (n < max)
 		{
@@ -1136,19 +1338,20 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 	}
 
 	/* key map: findable entries, chains of live rows with matching keys */
-	for (i = 0; i < s->map_cap; i++)
+	GI_CHECK(!s->keymap.by_list && s->keymap.lists == NULL, "key map keyed by list");
+	for (i = 0; i < s->keymap.cap; i++)
 	{
 		uint64_t	key;
 		uint32_t	row;
 
-		if (s->map_rows[i] == GI_NIL)
+		if (s->keymap.rows[i] == GI_NIL)
 			continue;
 		map_used++;
-		key = s->map_keys[i];
-		GI_CHECK(gi_host_map_find(s, key) == i,
+		key = s->keymap.keys[i];
+		GI_CHECK(gi_host_map_find(&s->keymap, key, 0, NULL) == i,
 				 "key %llu at map slot %llu is not found there (probe run broken or duplicate)",
 				 (unsigned long long) key, (unsigned long long) i);
-		for (row = s->map_rows[i]; row != GI_NIL; row = s->row_next[row])
+		for (row = s->keymap.rows[i]; row != GI_NIL; row = s->row_next[row])
 		{
 			uint64_t	a;
 
@@ -1163,12 +1366,63 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 			chained_rows++;
 		}
 	}
-	GI_CHECK(map_used == s->map_count, "map holds %llu keys, count says %llu",
-			 (unsigned long long) map_used, (unsigned long long) s->map_count);
-	GI_CHECK(s->map_count * 3 <= s->map_cap * 2 && s->map_count < s->map_cap,
-			 "map over its load factor");
+	GI_CHECK(map_used == s->keymap.count, "map holds %llu keys, count says %llu",
+			 (unsigned long long) map_used, (unsigned long long) s->keymap.count);
+	GI_CHECK(s->keymap.count * 3 <= s->keymap.cap * 2 &&
+			 s->keymap.count < s->keymap.cap, "map over its load factor");
 	GI_CHECK(chained_rows == s->rows, "key chains reach %llu rows of %llu",
 			 (unsigned long long) chained_rows, (unsigned long long) s->rows);
+	GI_CHECK(s->params.key_mode != GI_KEYS_UNIQUE || s->keymap.count == s->rows,
+			 "unique keys, but %llu rows of %llu keys",
+			 (unsigned long long) s->rows, (unsigned long long) s->keymap.count);
+
+	/*
+	 * Pair map: kept exactly with GI_KEYS_PER_LIST.  Each entry names a
+	 * live row holding its key and list, no row twice, and there are as
+	 * many entries as rows: so every row is there once and no two live
+	 * rows share a (key, list) pair.
+	 */
+	if (s->params.key_mode != GI_KEYS_PER_LIST)
+		GI_CHECK(s->pairmap.cap == 0 && s->pairmap.count == 0 &&
+				 s->pairmap.rows == NULL, "pair map kept without GI_KEYS_PER_LIST");
+	else
+	{
+		uint64_t	pairs_used = 0;
+
+		GI_CHECK(s->pairmap.by_list && s->pairmap.lists != NULL,
+				 "pair map not keyed by list");
+		for (i = 0; i < s->pairmap.cap; i++)
+		{
+			uint64_t	key = s->pairmap.keys[i];
+			uint32_t	list = s->pairmap.lists[i];
+			uint32_t	row = s->pairmap.rows[i];
+			uint64_t	a;
+
+			if (row == GI_NIL)
+				continue;
+			pairs_used++;
+			GI_CHECK(gi_host_map_find(&s->pairmap, key, list, NULL) == i,
+					 "pair (%llu, %u) at slot %llu is not found there (probe run broken or duplicate)",
+					 (unsigned long long) key, list, (unsigned long long) i);
+			GI_CHECK(row < s->row_hwm && row_seen[row] == 3,
+					 "pair (%llu, %u) maps to row %u that is not live or is mapped twice",
+					 (unsigned long long) key, list, row);
+			row_seen[row] = 4;
+			a = s->att[row];
+			GI_CHECK(s->slot_key[(a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu)] == key &&
+					 s->slabs[a >> 32].list == list,
+					 "pair (%llu, %u) maps to row %u of another key or list",
+					 (unsigned long long) key, list, row);
+		}
+		GI_CHECK(pairs_used == s->pairmap.count,
+				 "pair map holds %llu entries, count says %llu",
+				 (unsigned long long) pairs_used,
+				 (unsigned long long) s->pairmap.count);
+		GI_CHECK(pairs_used == s->rows, "pair map holds %llu entries for %llu rows",
+				 (unsigned long long) pairs_used, (unsigned long long) s->rows);
+		GI_CHECK(s->pairmap.count * 3 <= s->pairmap.cap * 2 &&
+				 s->pairmap.count < s->pairmap.cap, "pair map over its load factor");
+	}
 
 out:
 	free(slab_seen);

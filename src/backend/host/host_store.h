@@ -16,6 +16,7 @@
 #define GI_HOST_STORE_H
 
 #include "gi_backend.h"
+#include "gi_kind_ivf.h"
 
 #ifdef __cplusplus
 extern "C"
@@ -44,6 +45,15 @@ typedef struct gi_host_slab_view
 
 /* params the store was created with (chunk_slabs resolved) */
 extern const gi_store_params *gi_host_store_params(const gi_store *store);
+
+/*
+ * The state a kind keeps with a store (its set_state copy): replaced by
+ * the next call, freed with free_fn when replaced or when the store is
+ * destroyed.
+ */
+extern void *gi_host_store_kind_state(const gi_store *store);
+extern void gi_host_store_set_kind_state(gi_store *store, void *state,
+										 void (*free_fn) (void *));
 
 /* first (head) slab of a list, GI_NIL when empty or list out of range */
 extern uint32_t gi_host_store_list_head(const gi_store *store, uint32_t list);
@@ -81,8 +91,16 @@ extern bool gi_host_store_row(const gi_store *store, uint32_t row,
 							  uint32_t *list, uint64_t *key, void *payload);
 
 /*
+ * Work done by inserts and deletes since the store was created: hash map
+ * slots examined plus key chain rows visited.  Tests bound it to show
+ * that a batch costs time proportional to its own records.
+ */
+extern uint64_t gi_host_store_steps(const gi_store *store);
+
+/*
  * Verify every internal invariant (bitmaps vs counts, ATT vs slots, free
- * stacks, list links, key map vs key chains, totals).  Returns true when
+ * stacks, list links, key map vs key chains, the (key, list) map vs the
+ * live rows, totals).  Returns true when
  * all hold; otherwise false with a description in err.
  */
 extern bool gi_host_store_check(const gi_store *store, char *err,
@@ -100,7 +118,13 @@ extern void gi_host_set_error(const char *fmt,...)
 			__attribute__((format(printf, 1, 2)));
 extern const char *gi_host_last_error(void);
 
-/* the host IVF search (host_ivf.c), with the ops table's signature */
+/* the IVF kind of the host backend (host_ivf.c) */
+extern const gi_kind_ops gi_host_ivf_kind;
+
+/*
+ * The host IVF search with the centroids passed in (the reference the
+ * CUDA tests compare with; the kind's search calls it with its state).
+ */
 extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
 									uint32_t dim, gi_metric metric,
 									uint32_t nq, const float *queries,
@@ -141,7 +165,8 @@ extern double gi_host_kmeans_objective(gi_metric metric, uint32_t dim,
  * Reference of the kmeans_assign entry (host_ivf.c): the nearest list of
  * each vector ranked like the search's choice of lists to probe.
  */
-extern gi_status gi_host_kmeans_assign(uint32_t nlists, uint32_t dim,
+extern gi_status gi_host_kmeans_assign(gi_device *device,
+									   uint32_t nlists, uint32_t dim,
 									   gi_metric metric, const float *centroids,
 									   uint32_t n, const float *vectors,
 									   uint32_t *lists);

@@ -1,5 +1,5 @@
 /*
- * gi_kmeans.c
+ * gi_kmeans_jobs.c
  *		k-means for CREATE INDEX inside the device service: training on the
  *		build's sample and assigning its rows, on the compute backend's
  *		kmeans_* entries (the CUDA module).
@@ -16,8 +16,8 @@
  *	KMEANS_RESULT	the centroids, in chunks.
  *	ASSIGN			n rows -> their nearest centroid (kmeans_assign), with
  *					the job's centroids; the build sends its rows in chunks.
- *	KMEANS_END		frees the job (and, when no job is left, the backend's
- *					cached device memory: kmeans_release).
+ *	KMEANS_END		frees the job (and, when no job is left on its device,
+ *					the backend's cached device memory: kmeans_release).
  *
  * A device failure (out of device memory, CUDA error) in TRAIN or ASSIGN
  * answers UNSUPPORTED with the reason in rargs.errmsg, and the build does
@@ -28,10 +28,9 @@
  * GI_KMEANS_IDLE_MS, are purged; a backend's new BEGIN replaces its old
  * job (a build that failed half-way).
  *
- * Training runs in the service's one thread: while it runs (about 0.3 s
- * for 51,200 samples of 128 dimensions and 1,024 lists on an H200, sample
- * transfer included; docs/gpu-tests.md) other requests wait for the next
- * round.
+ * A job runs on the device whose stores hold the fewest bytes when it
+ * begins.  Training runs in the service's one thread: while it runs,
+ * other requests wait for the next round.
  */
 #include "postgres.h"
 
@@ -41,7 +40,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "gi_service.h"
+#include "gi_device.h"
+#include "gi_kmeans_jobs.h"
+#include "gi_stores.h"
 
 /* a job silent this long is dropped (its build fell back or died) */
 #define GI_KMEANS_IDLE_MS	(10 * 60 * 1000)
@@ -54,6 +55,7 @@ typedef struct GiKmeansJob
 {
 	uint64		token;
 	int			pid;			/* the building backend */
+	int			device;			/* index in gi_devices */
 	TimestampTz activity;
 	gi_kmeans_params params;
 	uint32		nsamples;
@@ -70,6 +72,15 @@ static int	gi_jobs_cap = 0;
 static uint64 gi_next_job = 1;
 static TimestampTz gi_last_purge = 0;
 
+static bool
+device_has_jobs(int device)
+{
+	for (int i = 0; i < gi_njobs; i++)
+		if (gi_jobs[i]->device == device)
+			return true;
+	return false;
+}
+
 static void
 job_free(int i)
 {
@@ -79,10 +90,10 @@ job_free(int i)
 		pfree(j->samples);
 	if (j->centroids)
 		pfree(j->centroids);
-	pfree(j);
 	gi_jobs[i] = gi_jobs[--gi_njobs];
-	if (gi_njobs == 0 && gi_ops && gi_ops->kmeans_release)
-		gi_ops->kmeans_release();
+	if (gi_ops && gi_ops->kmeans_release && !device_has_jobs(j->device))
+		gi_ops->kmeans_release(gi_devices[j->device].dev);
+	pfree(j);
 }
 
 static bool
@@ -126,7 +137,8 @@ find_job(GiWork *w)
 	{
 		GiKmeansJob *j = gi_jobs[i];
 
-		if (j->token == w->slot->args.job && j->pid == w->slot->pid)
+		if (j->token == GI_KARGS(&w->slot->args, GiKmeansArgs)->job &&
+			j->pid == w->slot->pid)
 		{
 			j->activity = GetCurrentTimestamp();
 			return j;
@@ -188,6 +200,7 @@ static void
 handle_begin(GiWork *w)
 {
 	GiReqArgs  *a = &w->slot->args;
+	GiKmeansArgs *ka = GI_KARGS(a, GiKmeansArgs);
 	GiKmeansJob *job;
 	Size		bytes;
 
@@ -196,20 +209,20 @@ handle_begin(GiWork *w)
 		gi_reply(w, GI_REPLY_UNSUPPORTED);
 		return;
 	}
-	if (a->dim == 0 || a->dim > GI_KMEANS_MAX_DIM || a->nlists == 0 || a->n == 0 ||
-		a->metric > GI_METRIC_COSINE || a->iterations > GI_KMEANS_MAX_ITERS)
+	if (ka->dim == 0 || ka->dim > GI_KMEANS_MAX_DIM || ka->nlists == 0 || a->n == 0 ||
+		ka->metric > GI_METRIC_COSINE || ka->iterations > GI_KMEANS_MAX_ITERS)
 	{
 		malformed(w, "k-means");
 		return;
 	}
 	purge_jobs(w->slot->pid);
 
-	bytes = (Size) a->n * a->dim * sizeof(float);
+	bytes = (Size) a->n * ka->dim * sizeof(float);
 	job = MemoryContextAllocZero(TopMemoryContext, sizeof(GiKmeansJob));
 	job->samples = MemoryContextAllocExtended(TopMemoryContext, bytes,
 											  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 	job->centroids = MemoryContextAllocExtended(TopMemoryContext,
-												(Size) a->nlists * a->dim * sizeof(float),
+												(Size) ka->nlists * ka->dim * sizeof(float),
 												MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 	if (job->samples == NULL || job->centroids == NULL)
 	{
@@ -219,7 +232,7 @@ handle_begin(GiWork *w)
 			pfree(job->centroids);
 		pfree(job);
 		reply_unsupported(w, "the device service cannot hold %u samples of %u dimensions",
-						  a->n, a->dim);
+						  a->n, ka->dim);
 		return;
 	}
 	if (gi_njobs == gi_jobs_cap)
@@ -233,15 +246,17 @@ handle_begin(GiWork *w)
 	job->token = gi_next_job++;
 	job->pid = w->slot->pid;
 	job->activity = GetCurrentTimestamp();
-	job->params.dim = a->dim;
-	job->params.nlists = a->nlists;
-	job->params.iterations = a->iterations;
-	job->params.metric = a->metric;
-	job->params.seed = a->seed;
+	job->device = gi_stores_emptiest_device();
+	job->params.dim = ka->dim;
+	job->params.nlists = ka->nlists;
+	job->params.iterations = ka->iterations;
+	job->params.metric = ka->metric;
+	job->params.seed = ka->seed;
+	job->params.device = gi_devices[job->device].dev;
 	job->nsamples = a->n;
 	gi_jobs[gi_njobs++] = job;
 
-	w->slot->rargs.job = job->token;
+	w->slot->rargs.token = job->token;
 	gi_reply(w, GI_REPLY_OK);
 }
 
@@ -249,18 +264,19 @@ static void
 handle_data(GiWork *w)
 {
 	GiReqArgs  *a = &w->slot->args;
+	GiKmeansArgs *ka = GI_KARGS(a, GiKmeansArgs);
 	GiKmeansJob *job = find_job(w);
 	Size		row = (Size) (job ? job->params.dim : 0) * sizeof(float);
 
 	if (job == NULL)
 		return;
-	if (job->trained || a->offset > job->nsamples || a->n > job->nsamples - a->offset ||
+	if (job->trained || ka->offset > job->nsamples || a->n > job->nsamples - ka->offset ||
 		w->slot->in_size != (Size) a->n * row)
 	{
 		malformed(w, "k-means sample");
 		return;
 	}
-	memcpy((char *) job->samples + a->offset * row, w->buf, w->slot->in_size);
+	memcpy((char *) job->samples + ka->offset * row, w->buf, w->slot->in_size);
 	job->received += a->n;
 	gi_reply(w, GI_REPLY_OK);
 }
@@ -307,12 +323,13 @@ static void
 handle_result(GiWork *w)
 {
 	GiReqArgs  *a = &w->slot->args;
+	GiKmeansArgs *ka = GI_KARGS(a, GiKmeansArgs);
 	GiKmeansJob *job = find_job(w);
 	Size		need;
 
 	if (job == NULL)
 		return;
-	if (!job->trained || a->offset > job->k || a->n > job->k - a->offset)
+	if (!job->trained || ka->offset > job->k || a->n > job->k - ka->offset)
 	{
 		malformed(w, "k-means result");
 		return;
@@ -324,7 +341,7 @@ handle_result(GiWork *w)
 		gi_reply(w, GI_REPLY_TOO_SMALL);
 		return;
 	}
-	memcpy(w->buf, job->centroids + a->offset * job->params.dim, need);
+	memcpy(w->buf, job->centroids + ka->offset * job->params.dim, need);
 	w->slot->rargs.out_size = need;
 	w->slot->rargs.count = a->n;
 	gi_reply(w, GI_REPLY_OK);
@@ -334,14 +351,15 @@ static void
 handle_assign(GiWork *w)
 {
 	GiReqArgs  *a = &w->slot->args;
+	GiKmeansArgs *ka = GI_KARGS(a, GiKmeansArgs);
 	GiKmeansJob *job = find_job(w);
 	uint32	   *lists;
 	gi_status	st;
 
 	if (job == NULL)
 		return;
-	if (!job->trained || job->k == 0 || a->dim != job->params.dim ||
-		w->slot->in_size != (Size) a->n * a->dim * sizeof(float))
+	if (!job->trained || job->k == 0 || ka->dim != job->params.dim ||
+		w->slot->in_size != (Size) a->n * ka->dim * sizeof(float))
 	{
 		malformed(w, "k-means assignment");
 		return;
@@ -354,8 +372,9 @@ handle_assign(GiWork *w)
 	}
 	/* input and answer share the buffer: answer into a copy first */
 	lists = palloc_extended(Max((Size) a->n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-	st = gi_ops->kmeans_assign(job->k, job->params.dim, (gi_metric) job->params.metric,
-							   job->centroids, a->n, (const float *) w->buf, lists);
+	st = gi_ops->kmeans_assign(gi_devices[job->device].dev, job->k, job->params.dim,
+							   (gi_metric) job->params.metric, job->centroids, a->n,
+							   (const float *) w->buf, lists);
 	if (st != GI_OK)
 	{
 		reply_failure(w, job, st, "k-means assignment");
@@ -380,7 +399,8 @@ static void
 handle_end(GiWork *w)
 {
 	for (int i = 0; i < gi_njobs; i++)
-		if (gi_jobs[i]->token == w->slot->args.job && gi_jobs[i]->pid == w->slot->pid)
+		if (gi_jobs[i]->token == GI_KARGS(&w->slot->args, GiKmeansArgs)->job &&
+			gi_jobs[i]->pid == w->slot->pid)
 		{
 			job_free(i);
 			break;

@@ -1,0 +1,246 @@
+/*
+ * cuda_ivf.cu
+ *		The IVF kind's entries (gi_kind_ops, layouts in gi_kind_ivf.h):
+ *		set_state puts the centroids on the store's device once; search
+ *		checks its arguments and runs chunks of queries through the coarse
+ *		quantizer (cuda_quantizer.cu) and the fine scan (cuda_search.cu).
+ */
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cuda_ivf.h"
+#include "cuda_util.cuh"
+
+/* device scratch for one chunk of queries */
+#define GI_CU_QUERY_BUDGET	((size_t) 256 << 20)
+
+void
+gi_cu_ivf_free(gi_store *s, void *kstate)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) kstate;
+	gi_cu_buf  *bufs[] = {
+		&iv->s_q, &iv->s_qd, &iv->s_qn, &iv->s_qnd, &iv->s_gemm, &iv->s_cand,
+		&iv->s_rkey, &iv->s_probe, &iv->s_hits, &iv->s_found, &iv->s_cd,
+		&iv->s_ck, &iv->s_cn, &iv->s_cnt, &iv->s_beg, &iv->s_cur, &iv->s_gd0,
+		&iv->s_gk0, &iv->s_gd1, &iv->s_gk1, &iv->s_tmp, &iv->s_okey, &iv->s_okey2,
+		&iv->s_oval, &iv->s_order, &iv->s_seg, &iv->s_tflag, &iv->s_tile
+	};
+
+	if (iv == NULL)
+		return;
+	/* kernels of the last search may still read them */
+	if (s->ss)
+		cudaStreamSynchronize(s->ss);
+	if (iv->d_cent)
+		cudaFree(iv->d_cent);
+	if (iv->d_centd)
+		cudaFree(iv->d_centd);
+	if (iv->d_cnorm)
+		cudaFree(iv->d_cnorm);
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		gi_cu_buf_free(bufs[i]);
+	gi_cu_pinned_free(&iv->p_q);
+	gi_cu_pinned_free(&iv->p_res);
+	free(iv->h_cnt.p);
+	free(iv->h_beg.p);
+	delete iv;
+}
+
+/*
+ * The state must fit the store: nlists lists, records of dim floats, a
+ * known metric, exactly gi_ivf_state_size() bytes.  A second call
+ * replaces the first.
+ */
+static gi_status
+gi_cu_ivf_set_state(gi_store *s, const void *state, size_t bytes)
+{
+	gi_ivf_state hdr;
+	gi_cu_ivf  *iv;
+	gi_status	st;
+	cudaError_t err;
+
+	if (s == NULL || state == NULL || bytes < sizeof(gi_ivf_state))
+	{
+		gi_cu_set_error("ivf set_state: no store or no state");
+		return GI_ERR_INVALID;
+	}
+	memcpy(&hdr, state, sizeof(hdr));
+	if (hdr.nlists != s->params.nlists || hdr.dim == 0 ||
+		(uint64_t) hdr.dim * 4 != s->params.record_bytes ||
+		bytes != gi_ivf_state_size(hdr.nlists, hdr.dim))
+	{
+		gi_cu_set_error("ivf set_state: state of %u lists x %u dimensions (%zu bytes) does not fit a store of %u lists and %u-byte records",
+						hdr.nlists, hdr.dim, bytes, s->params.nlists,
+						s->params.record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (hdr.metric != GI_METRIC_L2 && hdr.metric != GI_METRIC_IP &&
+		hdr.metric != GI_METRIC_COSINE)
+	{
+		gi_cu_set_error("ivf set_state: unknown metric %u", hdr.metric);
+		return GI_ERR_INVALID;
+	}
+	st = gi_cu_enter(s->dev);
+	if (st != GI_OK)
+		return st;
+
+	/* a concurrent search (tests) holds mu while it reads the centroids */
+	std::lock_guard<std::mutex> guard(s->mu);
+
+	iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+	if (iv == NULL)
+	{
+		iv = new(std::nothrow) gi_cu_ivf();
+		if (iv == NULL)
+		{
+			gi_cu_set_error("ivf set_state: out of memory");
+			return GI_ERR_NOMEM;
+		}
+		gi_cu_set_kstate(s, GI_KIND_IVF, iv, gi_cu_ivf_free);
+	}
+	iv->dim = hdr.dim;
+	iv->metric = (gi_metric) hdr.metric;
+	st = gi_cu_ivf_centroids(s, iv, gi_ivf_state_centroids((const gi_ivf_state *) state));
+	if (st == GI_OK)
+	{
+		err = cudaStreamSynchronize(s->ss);
+		if (err != cudaSuccess)
+			st = gi_cu_status(err, "ivf set_state");
+	}
+	if (st != GI_OK)
+		gi_cu_set_kstate(s, GI_KIND_NONE, NULL, NULL);	/* no half-set state */
+	return st;
+}
+
+static gi_status
+gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queries_v,
+				 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const gi_ivf_search_params *p = (const gi_ivf_search_params *) params;
+	const float *queries = (const float *) queries_v;
+	gi_cu_ivf  *iv;
+	uint32_t	nl;
+	uint32_t	dim;
+	uint32_t	probes;
+	uint32_t	pp;
+	size_t		per_query;
+	uint32_t	qc_max;
+	uint32_t	qa;
+	uint32_t	flags = 0;
+	size_t		res_found;
+	size_t		res_flag;
+	gi_status	st;
+
+	if (s == NULL || p == NULL)
+	{
+		gi_cu_set_error("ivf search: no store or no parameters");
+		return GI_ERR_INVALID;
+	}
+	iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+	if (iv == NULL)
+	{
+		gi_cu_set_error("ivf search: the store has no centroids (set_state was not called)");
+		return GI_ERR_INVALID;
+	}
+	nl = s->params.nlists;
+	dim = iv->dim;
+	probes = p->probes;
+	if (p->dim != dim || query_bytes != (size_t) nq * dim * sizeof(float))
+	{
+		gi_cu_set_error("ivf search: %zu bytes of queries of dimension %u for an index of dimension %u",
+						query_bytes, p->dim, dim);
+		return GI_ERR_INVALID;
+	}
+	if (probes == 0)
+	{
+		gi_cu_set_error("ivf search: probes must be at least 1");
+		return GI_ERR_INVALID;
+	}
+	if (nq == 0)
+		return GI_OK;
+	if (queries == NULL || found == NULL || (k > 0 && hits == NULL))
+	{
+		gi_cu_set_error("ivf search: queries, hits and found must not be NULL");
+		return GI_ERR_INVALID;
+	}
+	if (k == 0)
+	{
+		memset(found, 0, (size_t) nq * sizeof(uint32_t));
+		return GI_OK;
+	}
+	st = gi_cu_store_enter(s);
+	if (st != GI_OK)
+		return st;
+	if (probes > nl)
+		probes = nl;
+
+	/* a concurrent pool growth waits until this search is over */
+	std::lock_guard<std::mutex> guard(s->mu);
+
+	pp = probes + 32 < nl ? probes + 32 : nl;
+	per_query = (size_t) dim * (sizeof(float) + sizeof(double)) + 64
+		+ (size_t) nl * sizeof(double) + (size_t) pp * 12 + (size_t) probes * 4
+		+ (size_t) k * sizeof(gi_hit);
+	qc_max = (uint32_t) (GI_CU_QUERY_BUDGET / per_query);
+	if (qc_max < 1)
+		qc_max = 1;
+	if (qc_max > nq)
+		qc_max = nq;
+
+	st = gi_cu_buf_reserve(&iv->s_q, (size_t) qc_max * dim * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&iv->s_hits, (size_t) qc_max * k * sizeof(gi_hit));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&iv->s_found, (size_t) qc_max * sizeof(uint32_t));
+	/* pinned staging: truly asynchronous copies, one sync per chunk */
+	res_found = (size_t) qc_max * k * sizeof(gi_hit);
+	res_flag = res_found + (size_t) qc_max * sizeof(uint32_t);
+	if (st == GI_OK)
+		st = gi_cu_pinned_reserve(&iv->p_q, (size_t) qc_max * dim * sizeof(float));
+	if (st == GI_OK)
+		st = gi_cu_pinned_reserve(&iv->p_res, res_flag + sizeof(uint32_t));
+	if (st != GI_OK)
+		return st;
+
+	/* search kernels raise their flags in d_flags[1] */
+	GI_CU_TRY(cudaMemsetAsync(s->d_flags + 1, 0, sizeof(uint32_t), s->ss));
+
+	for (qa = 0; qa < nq; qa += qc_max)
+	{
+		uint32_t	qc = nq - qa < qc_max ? nq - qa : qc_max;
+		const uint32_t *probe_lists;
+		char	   *res = (char *) iv->p_res.p;
+
+		memcpy(iv->p_q.p, queries + (size_t) qa * dim, (size_t) qc * dim * sizeof(float));
+		GI_CU_TRY(cudaMemcpyAsync(iv->s_q.p, iv->p_q.p, (size_t) qc * dim * sizeof(float),
+								  cudaMemcpyHostToDevice, s->ss));
+		st = gi_cu_coarse(s, iv, qc, probes, &probe_lists);
+		if (st == GI_OK)
+			st = gi_cu_fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p,
+							(uint32_t *) iv->s_found.p);
+		if (st != GI_OK)
+			return st;
+		GI_CU_TRY(cudaMemcpyAsync(res, iv->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + res_found, iv->s_found.p, (size_t) qc * sizeof(uint32_t),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + res_flag, s->d_flags + 1, sizeof(uint32_t),
+								  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		memcpy(&flags, res + res_flag, sizeof(uint32_t));
+		if (flags & GI_CU_FLAG_CHAIN)
+		{
+			gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
+			return GI_ERR_DEVICE;
+		}
+		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));
+		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
+	}
+	return GI_OK;
+}
+
+const gi_kind_ops gi_cu_ivf_kind = {
+	gi_cu_ivf_set_state,
+	gi_cu_ivf_search,
+};

@@ -1,0 +1,264 @@
+/*
+ * gi_access.h
+ *		What every gpuindex access method shares on the PostgreSQL side: its
+ *		store in the device service (key, calls that reload it, loading,
+ *		record and delete streaming, the pending-insert queue) and the list
+ *		page chains that hold its rows (page format, appends, walks, bulk
+ *		build, VACUUM with free-page recycling), plus the continuation rule
+ *		of searches.
+ *
+ * An access method brings its page layout around the chains (metapage,
+ * where its list heads live), its item format (a heap TID, then bytes of
+ * its own), its store kind and the kind's state.  docs/architecture.md
+ * says why each mechanism works the way it does.
+ */
+#ifndef GI_ACCESS_H
+#define GI_ACCESS_H
+
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "miscadmin.h"
+#include "storage/block.h"
+#include "storage/buf.h"
+#include "storage/bufpage.h"
+#include "storage/itemptr.h"
+#include "utils/rel.h"
+
+#include "gi_client.h"
+
+/* payload bytes per request when streaming records */
+#define GI_CHUNK_BYTES		(4 * 1024 * 1024)
+
+/* ---- the index's store in the device service (gi_store.c) ---- */
+
+static inline GiStoreKey
+gi_store_key(Relation index)
+{
+	GiStoreKey	key;
+
+	key.dbid = MyDatabaseId;
+	key.relid = RelationGetRelid(index);
+	return key;
+}
+
+/* the pages a store is loaded from; a request naming others reloads it */
+static inline Oid
+gi_store_relfilenode(Relation index)
+{
+	return index->rd_node.relNode;
+}
+
+/*
+ * An access method's loader: loads the index's store from its pages (with
+ * gi_load).  True when the store is ready, false when another backend
+ * loads it or took the load over: the caller waits and asks again.
+ */
+typedef bool (*GiLoadFn) (Relation index);
+
+extern void gi_backoff(int *attempt);
+extern void gi_call_store(Relation index, GiCall *call, GiLoadFn load);
+extern void gi_store_replace(Relation index, GiLoadFn load);
+extern void gi_send_deletes(Relation index, const uint64 *keys, uint32 n);
+
+/* ---- records (key, list, payload) on their way to the store (gi_records.c) ---- */
+
+typedef struct GiRecordBuf
+{
+	uint32		record_bytes;	/* payload bytes of every record */
+	uint32		n;				/* records held */
+	uint32		cap;			/* records allocated */
+	uint32		limit;			/* records per request: about GI_CHUNK_BYTES */
+	uint64	   *keys;
+	uint32	   *lists;
+	char	   *payloads;		/* n * record_bytes, packed */
+} GiRecordBuf;
+
+extern void gi_records_init(GiRecordBuf *rb, MemoryContext cxt,
+							uint32 record_bytes, uint32 initial);
+extern void gi_records_reserve(GiRecordBuf *rb, uint32 n);
+extern bool gi_records_add(GiRecordBuf *rb, uint64 key, uint32 list,
+						   const void *payload);
+extern GiReply gi_records_send(GiRecordBuf *rb, GiStoreKey key, Oid relfilenode,
+							   GiReqType type, uint64 load_token);
+extern void gi_records_free(GiRecordBuf *rb);
+
+/* ---- loading a store from the pages (gi_load.c) ---- */
+
+typedef struct GiLoad GiLoad;
+
+/*
+ * An AM's walk over its pages: gi_load_emit for every record, stopping
+ * when that answers false.
+ */
+typedef void (*GiLoadWalkFn) (GiLoad *load, void *arg);
+
+typedef struct GiLoadSpec
+{
+	uint32		kind;			/* gi_kind */
+	void	   *state;			/* the kind's state for LOAD_BEGIN, palloc'd:
+								 * gi_load frees it once sent */
+	Size		state_size;
+	uint32		record_bytes;	/* payload bytes of every record */
+	GiLoadWalkFn walk;
+	void	   *walk_arg;
+} GiLoadSpec;
+
+struct GiLoad
+{
+	Relation	index;
+	GiStoreKey	key;
+	Oid			relfilenode;
+	uint64		token;			/* from LOAD_BEGIN */
+	GiRecordBuf records;
+	bool		taken_over;		/* a chunk was answered BUSY */
+};
+
+extern bool gi_load(Relation index, GiLoadSpec *spec);
+extern bool gi_load_emit(GiLoad *load, uint64 key, uint32 list,
+						 const void *payload);
+
+/* ---- the pending-insert queue and indexes built here (gi_pending.c) ---- */
+
+extern void gi_queue_row(Relation index, uint32 record_bytes, uint64 key,
+						 uint32 n, const uint32 *lists, const void *payloads);
+extern void gi_queue_insert(Relation index, uint32 record_bytes, uint64 key,
+							uint32 list, const void *payload);
+extern void gi_flush_inserts(Relation index);
+extern void gi_remember_built(Relation index);
+
+/* ---- pages (gi_page.c) ---- */
+
+#define GI_METAPAGE_BLKNO	0
+
+/* page kinds (GiPageOpaqueData.flags); bit 1 and bits 5-15 are the AM's */
+#define GI_PAGE_META		(1 << 0)
+#define GI_PAGE_DATA		(1 << 2)	/* a page of a list's chain */
+#define GI_PAGE_DELETED		(1 << 3)	/* unlinked from its chain by VACUUM */
+#define GI_PAGE_IDLE		(1 << 4)	/* empty at the last VACUUM */
+
+/* the special space of every page of a gpuindex index */
+typedef struct GiPageOpaqueData
+{
+	BlockNumber nextblkno;		/* next page of this chain, or invalid */
+	uint16		flags;			/* GI_PAGE_* and the AM's */
+	uint16		page_id;		/* the AM's, for tools like pg_filedump */
+} GiPageOpaqueData;
+
+typedef GiPageOpaqueData *GiPageOpaque;
+
+#define GiPageGetOpaque(page) ((GiPageOpaque) PageGetSpecialPointer(page))
+
+/* the largest item a page with one line pointer can take */
+#define GI_MAX_ITEM_SIZE \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData + sizeof(ItemIdData)) - \
+	 MAXALIGN(sizeof(GiPageOpaqueData)))
+
+extern void gi_init_page(Page page, uint16 flags, uint16 page_id);
+extern bool gi_page_recyclable(Page page);
+extern Buffer gi_new_buffer(Relation index, ForkNumber forknum, bool building);
+
+/* ---- list chains (gi_chain.c, gi_chain_build.c, gi_chain_vacuum.c) ---- */
+
+/*
+ * The head of a list: the first bytes of an item the AM keeps where it
+ * likes (list-info pages, a term directory), found by a GiListRef.
+ */
+typedef struct GiListHeadData
+{
+	BlockNumber start;			/* first page of the chain, or invalid */
+	BlockNumber insert;			/* a page of the chain that may have room */
+} GiListHeadData;
+
+typedef struct GiListRef
+{
+	BlockNumber blkno;			/* the page holding the head */
+	OffsetNumber offnum;		/* its item */
+} GiListRef;
+
+/* every list of an index, for passes over all of them */
+typedef struct GiListDir
+{
+	uint32		nlists;
+	GiListRef	(*locate) (const void *arg, uint32 list);
+	const void *arg;
+} GiListDir;
+
+/* one item of a chain, seen from a copy of its page; false: stop */
+typedef bool (*GiItemFn) (void *arg, ItemPointer heaptid, const char *item,
+						  Size itemsz);
+
+extern void gi_list_read(Relation index, GiListRef ref, BlockNumber *start,
+						 BlockNumber *insert);
+extern void gi_list_set_insert_page(Relation index, GiListRef ref,
+									BlockNumber insert);
+extern void gi_list_append(Relation index, uint16 page_id, GiListRef ref,
+						   const void *item, Size itemsz);
+extern bool gi_list_walk(Relation index, GiListRef ref,
+						 BufferAccessStrategy bas, GiItemFn fn, void *arg);
+extern void gi_load_lists(GiLoad *load, const GiListDir *dir,
+						  Size payload_offset);
+
+/* writing every chain at once in a build, without WAL (the caller logs) */
+typedef struct GiChainBuild
+{
+	Relation	index;
+	uint16		page_id;
+	uint32		nlists;
+	int64		list;			/* the list being written; -1: none yet */
+	Buffer		buf;			/* its last page, exclusively locked */
+	BlockNumber *start;			/* per list: first page, or invalid */
+	BlockNumber *last;			/* per list: last page, or invalid */
+} GiChainBuild;
+
+extern void gi_chain_build_begin(GiChainBuild *cb, Relation index,
+								 uint16 page_id, uint32 nlists);
+extern void gi_chain_build_add(GiChainBuild *cb, uint32 list,
+							   const void *item, Size itemsz);
+extern void gi_chain_build_end(GiChainBuild *cb, const GiListDir *dir);
+
+extern IndexBulkDeleteResult *gi_lists_bulkdelete(IndexVacuumInfo *info,
+												  IndexBulkDeleteResult *stats,
+												  IndexBulkDeleteCallback callback,
+												  void *callback_state,
+												  const GiListDir *dir,
+												  Size itemsz);
+extern IndexBulkDeleteResult *gi_lists_vacuumcleanup(IndexVacuumInfo *info,
+													 IndexBulkDeleteResult *stats);
+
+/* ---- searches that continue where the last answer ended (gi_hits.c) ---- */
+
+/*
+ * The service answers hits in ascending (distance, key) order,
+ * deterministically; a search asked again with a larger k continues after
+ * the last hit returned.
+ */
+typedef struct GiHitCursor
+{
+	bool		have_last;
+	float		last_dist;
+	uint64		last_key;
+} GiHitCursor;
+
+extern bool gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit);
+
+static inline void
+gi_hit_cursor_reset(GiHitCursor *cur)
+{
+	cur->have_last = false;
+}
+
+static inline void
+gi_key_to_tid(uint64 key, ItemPointer tid)
+{
+	ItemPointerSet(tid, gi_key_block(key), gi_key_offset(key));
+}
+
+static inline uint64
+gi_tid_key(ItemPointer tid)
+{
+	return gi_tid_to_key(ItemPointerGetBlockNumber(tid),
+						 ItemPointerGetOffsetNumber(tid));
+}
+
+#endif							/* GI_ACCESS_H */

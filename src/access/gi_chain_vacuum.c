@@ -1,0 +1,290 @@
+/*
+ * gi_chain_vacuum.c
+ *		VACUUM of list chains: remove dead items from the pages and their
+ *		keys from the store, move each list's insert page back to its first
+ *		page with room, retire pages their list left empty, and give pages
+ *		retired long enough ago to the free space map.
+ *
+ * A data page (not a list's first) found empty is flagged idle; its list
+ * refills it first (appends clear the flag).  One still empty and idle at
+ * the next VACUUM is unlinked from its chain and flagged deleted, stamped
+ * with the next transaction ID; it keeps its link and has no items, so a
+ * reader that reaches it through an older pointer walks on.  Once no
+ * running transaction is that old, the cleanup pass records it in the free
+ * space map, where any list takes it before the relation is extended.
+ * Keys go to the store after the pages changed and before ambulkdelete
+ * returns, i.e. before the heap can reuse the TIDs.
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/transam.h"
+#include "commands/vacuum.h"
+#include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
+#include "storage/lmgr.h"
+
+#include "gi_access.h"
+
+/* keys of dead rows sent to the store per request at most */
+#define GI_DELETE_BATCH 65536
+
+typedef struct DeleteBatch
+{
+	Relation	index;
+	uint64	   *keys;
+	uint32		n;
+} DeleteBatch;
+
+static void
+send_deletes(DeleteBatch *db)
+{
+	gi_send_deletes(db->index, db->keys, db->n);
+	db->n = 0;
+}
+
+/*
+ * Unlink the empty data page blkno from its list's chain, where prevblk
+ * links to it, in one WAL record with the list's insert page moved off
+ * it: after this, nothing on disk points to the page.  False when an
+ * append used the page since the caller saw it empty.  *next gets the
+ * page's successor either way.  Lock order: the head's page, then the
+ * chain's pages in chain order.
+ */
+static bool
+unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
+				  BlockNumber blkno, BlockNumber *next)
+{
+	Buffer		lbuf = ReadBuffer(index, ref.blkno);
+	Buffer		pbuf;
+	Buffer		buf;
+	Page		page;
+	Page		ppage;
+	bool		done = false;
+
+	LockBuffer(lbuf, BUFFER_LOCK_EXCLUSIVE);
+	pbuf = ReadBuffer(index, prevblk);
+	LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
+	buf = ReadBuffer(index, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	ppage = BufferGetPage(pbuf);
+
+	if (GiPageGetOpaque(ppage)->nextblkno == blkno &&
+		PageGetMaxOffsetNumber(page) == 0 &&
+		!(GiPageGetOpaque(page)->flags & GI_PAGE_DELETED))
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+		Page		lpage = GenericXLogRegisterBuffer(state, lbuf, 0);
+		GiListHeadData *head;
+
+		ppage = GenericXLogRegisterBuffer(state, pbuf, 0);
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		head = (GiListHeadData *) PageGetItem(lpage, PageGetItemId(lpage, ref.offnum));
+		if (head->insert == blkno)
+			head->insert = prevblk;
+		GiPageGetOpaque(ppage)->nextblkno = GiPageGetOpaque(page)->nextblkno;
+		GiPageGetOpaque(page)->flags |= GI_PAGE_DELETED;
+		((PageHeader) page)->pd_prune_xid = ReadNextTransactionId();
+		GenericXLogFinish(state);
+		done = true;
+	}
+	*next = GiPageGetOpaque(BufferGetPage(buf))->nextblkno;
+	UnlockReleaseBuffer(buf);
+	UnlockReleaseBuffer(pbuf);
+	UnlockReleaseBuffer(lbuf);
+	return done;
+}
+
+/* one list's chain; itemsz: the MAXALIGN'd size an append needs */
+static void
+vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+			IndexBulkDeleteCallback callback, void *callback_state,
+			GiListRef ref, Size itemsz, DeleteBatch *db)
+{
+	Relation	index = info->index;
+	BlockNumber blkno;
+	BlockNumber start;
+	BlockNumber prevblk = InvalidBlockNumber;
+	BlockNumber insertPage;
+	BlockNumber firstFree = InvalidBlockNumber;
+
+	gi_list_read(index, ref, &blkno, &insertPage);
+	start = blkno;
+
+	while (BlockNumberIsValid(blkno))
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+		OffsetNumber deletable[MaxOffsetNumber];
+		int			ndeletable = 0;
+		BlockNumber next;
+		bool		empty;
+		bool		idle;
+		bool		roomy;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		maxoff = PageGetMaxOffsetNumber(page);
+
+		/* a full batch must not overflow in the middle of a page */
+		if (db->n + maxoff > GI_DELETE_BATCH)
+		{
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			send_deletes(db);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			page = BufferGetPage(buf);
+			maxoff = PageGetMaxOffsetNumber(page);
+		}
+
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			ItemPointer heaptid = (ItemPointer) PageGetItem(page, PageGetItemId(page, off));
+
+			if (callback(heaptid, callback_state))
+			{
+				deletable[ndeletable++] = off;
+				db->keys[db->n++] = gi_tid_key(heaptid);
+			}
+			else
+				stats->num_index_tuples += 1;
+		}
+
+		if (ndeletable > 0)
+		{
+			GenericXLogState *state = GenericXLogStart(index);
+
+			page = GenericXLogRegisterBuffer(state, buf, 0);
+			PageIndexMultiDelete(page, deletable, ndeletable);
+			GenericXLogFinish(state);
+			page = BufferGetPage(buf);	/* the copy above is gone */
+			stats->tuples_removed += ndeletable;
+		}
+
+		roomy = PageGetFreeSpace(page) >= itemsz;
+		empty = blkno != start && PageGetMaxOffsetNumber(page) == 0;
+		idle = (GiPageGetOpaque(page)->flags & GI_PAGE_IDLE) != 0;
+		if (empty && !idle)
+		{
+			/* unlinked at the next VACUUM unless its list refills it */
+			GenericXLogState *state = GenericXLogStart(index);
+
+			page = GenericXLogRegisterBuffer(state, buf, 0);
+			GiPageGetOpaque(page)->flags |= GI_PAGE_IDLE;
+			GenericXLogFinish(state);
+			page = BufferGetPage(buf);
+		}
+		next = GiPageGetOpaque(page)->nextblkno;
+		UnlockReleaseBuffer(buf);
+
+		/*
+		 * Items are deleted from the pages before their keys reach the
+		 * store; unlinking an empty page changes no item, so it need not
+		 * wait for that.
+		 */
+		if (empty && idle && BlockNumberIsValid(prevblk) &&
+			unlink_empty_page(index, ref, prevblk, blkno, &next))
+		{
+			stats->pages_newly_deleted++;
+			if (insertPage == blkno)
+				insertPage = prevblk;
+		}
+		else
+		{
+			if (!BlockNumberIsValid(firstFree) && roomy)
+				firstFree = blkno;
+			prevblk = blkno;
+		}
+		blkno = next;
+	}
+
+	/* pages first, then the store */
+	send_deletes(db);
+
+	if (BlockNumberIsValid(firstFree) && firstFree != insertPage)
+		gi_list_set_insert_page(index, ref, firstFree);
+}
+
+/*
+ * ambulkdelete of an AM whose rows live in the chains of dir's lists.
+ * itemsz: the size of an item (a page with that much free space can take
+ * an append).  A row with items in several lists has its key sent once
+ * per list that held it.
+ */
+IndexBulkDeleteResult *
+gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+					IndexBulkDeleteCallback callback, void *callback_state,
+					const GiListDir *dir, Size itemsz)
+{
+	DeleteBatch db;
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	db.index = info->index;
+	db.keys = palloc(sizeof(uint64) * GI_DELETE_BATCH);
+	db.n = 0;
+	for (uint32 list = 0; list < dir->nlists; list++)
+		vacuum_list(info, stats, callback, callback_state,
+					dir->locate(dir->arg, list), MAXALIGN(itemsz), &db);
+	pfree(db.keys);
+	return stats;
+}
+
+/*
+ * amvacuumcleanup: pages deleted by earlier VACUUMs (this one's are not
+ * recyclable yet: our own snapshot is older) go to the free space map.
+ * Deleted pages are in no chain, so this looks at every page but the
+ * metapage.
+ */
+IndexBulkDeleteResult *
+gi_lists_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	Relation	index = info->index;
+	BlockNumber nblocks;
+
+	if (info->analyze_only)
+		return stats;
+
+	/* no ambulkdelete this time: nothing changed, keep the old figures */
+	if (stats == NULL)
+		return NULL;
+
+	/*
+	 * Under the extension lock: an extender locks its new page before it
+	 * lets go of that lock (gi_new_buffer), so no page below nblocks is new
+	 * and unlocked unless a crash left it so, and a page that is new here
+	 * is free for good.
+	 */
+	LockRelationForExtension(index, ExclusiveLock);
+	nblocks = RelationGetNumberOfBlocks(index);
+	UnlockRelationForExtension(index, ExclusiveLock);
+	for (BlockNumber blkno = GI_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page) &&
+			(GiPageGetOpaque(page)->flags & GI_PAGE_DELETED))
+			stats->pages_deleted++;
+		if (gi_page_recyclable(page))
+		{
+			RecordFreeIndexPage(index, blkno);
+			stats->pages_free++;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	IndexFreeSpaceMapVacuum(index);
+
+	stats->num_pages = nblocks;
+	stats->estimated_count = false;
+	return stats;
+}

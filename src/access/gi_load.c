@@ -1,0 +1,135 @@
+/*
+ * gi_load.c
+ *		Loading an index's store from its pages: LOAD_BEGIN with the kind's
+ *		state, the records the AM's walk emits in LOAD_CHUNKs of about
+ *		GI_CHUNK_BYTES, then LOAD_END.
+ *
+ * LOAD_BEGIN goes out before any page is read: every writer changes the
+ * pages before it tells the service, and the service applies inserts and
+ * deletes to a store being loaded, so the loaded store equals the pages
+ * (docs/architecture.md, "Stores and their life cycle").
+ */
+#include "postgres.h"
+
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+
+#include "gi_access.h"
+
+/*
+ * Load the index's store.  True when the store is ready (loaded by us, or
+ * already loaded), false when another backend is loading it or took our
+ * load over: the caller waits and retries its request.
+ */
+bool
+gi_load(Relation index, GiLoadSpec *spec)
+{
+	GiLoad		load;
+	GiCall		call;
+	GiReply		reply;
+	GiReqArgs	args;
+
+	memset(&load, 0, sizeof(load));
+	load.index = index;
+	load.key = gi_store_key(index);
+	load.relfilenode = gi_store_relfilenode(index);
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_LOAD_BEGIN;
+	call.key = load.key;
+	call.args.relfilenode = load.relfilenode;
+	call.args.kind = spec->kind;
+	call.in = spec->state;
+	call.in_size = spec->state_size;
+	gi_call(&call);
+	if (spec->state)
+		pfree(spec->state);
+	spec->state = NULL;
+	switch (call.reply)
+	{
+		case GI_REPLY_ALREADY_LOADED:
+			return true;
+		case GI_REPLY_BUSY:
+			return false;
+		case GI_REPLY_OK:
+			load.token = call.rargs.token;
+			break;
+		default:
+			elog(ERROR, "unexpected gpuindex reply %d to LOAD_BEGIN", (int) call.reply);
+	}
+
+	gi_records_init(&load.records, CurrentMemoryContext, spec->record_bytes,
+					PG_UINT32_MAX);
+	spec->walk(&load, spec->walk_arg);
+	if (!load.taken_over)
+	{
+		reply = gi_records_send(&load.records, load.key, load.relfilenode,
+								GI_REQ_LOAD_CHUNK, load.token);
+		if (reply == GI_REPLY_BUSY)
+			load.taken_over = true;
+	}
+	gi_records_free(&load.records);
+	if (load.taken_over)
+		return false;
+
+	memset(&args, 0, sizeof(args));
+	args.relfilenode = load.relfilenode;
+	args.load_token = load.token;
+	reply = gi_call_simple(GI_REQ_LOAD_END, &load.key, &args, NULL);
+	return reply != GI_REPLY_BUSY;
+}
+
+/*
+ * One record of the pages, sent with the next chunk.  False when another
+ * backend took the load over: the walk stops.
+ */
+bool
+gi_load_emit(GiLoad *load, uint64 key, uint32 list, const void *payload)
+{
+	if (load->taken_over)
+		return false;
+	if (gi_records_add(&load->records, key, list, payload) &&
+		gi_records_send(&load->records, load->key, load->relfilenode,
+						GI_REQ_LOAD_CHUNK, load->token) == GI_REPLY_BUSY)
+		load->taken_over = true;
+	return !load->taken_over;
+}
+
+typedef struct LoadItems
+{
+	GiLoad	   *load;
+	uint32		list;
+	Size		payload_offset;
+} LoadItems;
+
+static bool
+load_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
+{
+	LoadItems  *li = (LoadItems *) arg;
+
+	Assert(li->payload_offset + li->load->records.record_bytes <= itemsz);
+	return gi_load_emit(li->load, gi_tid_key(heaptid), li->list,
+						item + li->payload_offset);
+}
+
+/*
+ * The walk of an AM whose items are a heap TID and, at payload_offset, the
+ * record's payload: every item of every list's chain.
+ */
+void
+gi_load_lists(GiLoad *load, const GiListDir *dir, Size payload_offset)
+{
+	BufferAccessStrategy bas = GetAccessStrategy(BAS_BULKREAD);
+	LoadItems	li;
+	bool		more = true;
+
+	li.load = load;
+	li.payload_offset = payload_offset;
+	for (uint32 list = 0; list < dir->nlists && more; list++)
+	{
+		li.list = list;
+		more = gi_list_walk(load->index, dir->locate(dir->arg, list), bas,
+							load_item, &li);
+	}
+	FreeAccessStrategy(bas);
+}

@@ -1,0 +1,102 @@
+/*
+ * gi_store.c
+ *		Requests about one index's store: calls that need the store (loaded
+ *		from the pages on demand), replacing the store after a build, and
+ *		sending the keys of deleted rows.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+
+#include "gi_access.h"
+#include "gi_shmem.h"
+
+/* sleep a little before asking again: 1, 2, 4, 8, then 10 ms */
+void
+gi_backoff(int *attempt)
+{
+	long		ms = Min(1L << Min(*attempt, 4), 10L);
+
+	(*attempt)++;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * A request that needs the index's store (a search), with the store key
+ * and relfilenode filled in: load the store with the AM's loader when the
+ * service does not have it, wait while someone else loads it.
+ */
+void
+gi_call_store(Relation index, GiCall *call, GiLoadFn load)
+{
+	int			attempt = 0;
+
+	call->key = gi_store_key(index);
+	call->args.relfilenode = gi_store_relfilenode(index);
+	for (;;)
+	{
+		gi_call(call);
+		switch (call->reply)
+		{
+			case GI_REPLY_OK:
+				return;
+			case GI_REPLY_NOT_LOADED:
+				if (load(index))
+				{
+					CHECK_FOR_INTERRUPTS();
+					continue;
+				}
+				gi_backoff(&attempt);
+				break;
+			case GI_REPLY_BUSY:
+				gi_backoff(&attempt);
+				break;
+			default:
+				elog(ERROR, "unexpected gpuindex reply %d", (int) call->reply);
+		}
+	}
+}
+
+/*
+ * End of a build: the new pages replace whatever the service held for this
+ * index (REINDEX and TRUNCATE give new pages; a stale store of a reused OID
+ * must not survive either).  An index with nothing indexed has no store:
+ * its loader loads nothing and answers true.
+ */
+void
+gi_store_replace(Relation index, GiLoadFn load)
+{
+	GiStoreKey	key = gi_store_key(index);
+	int			attempt = 0;
+
+	(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
+	while (!load(index))
+		gi_backoff(&attempt);
+}
+
+/*
+ * The keys of rows VACUUM removed from the pages, after it removed them:
+ * the store drops every record of each key.
+ */
+void
+gi_send_deletes(Relation index, const uint64 *keys, uint32 n)
+{
+	GiCall		call;
+
+	/* with no device service in this cluster there is nothing to tell */
+	if (n == 0 || gi_shared == NULL)
+		return;
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_DELETE;
+	call.key = gi_store_key(index);
+	call.args.relfilenode = gi_store_relfilenode(index);
+	call.args.n = n;
+	call.in = keys;
+	call.in_size = (Size) n * sizeof(uint64);
+	gi_call(&call);
+}

@@ -1,0 +1,66 @@
+/*
+ * gi_reply.c
+ *		Answering a request inside the device service: reply codes, error
+ *		messages and the SQLSTATE of a compute backend failure.
+ */
+#include "postgres.h"
+
+#include "gi_device.h"
+#include "gi_reply.h"
+
+void
+gi_reply(GiWork *w, GiReply reply)
+{
+	w->slot->reply = reply;
+	w->answered = true;
+}
+
+void
+gi_reply_error(GiWork *w, int sqlstate, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->slot->rargs.errmsg, GI_ERRMSG_LEN, fmt, ap);
+	va_end(ap);
+	w->slot->rargs.sqlstate = sqlstate;
+	w->slot->reply = GI_REPLY_ERROR;
+	w->answered = true;
+}
+
+void
+gi_reply_status(GiWork *w, gi_status st)
+{
+	int			sqlstate;
+
+	switch (st)
+	{
+		case GI_ERR_LIMIT:
+			sqlstate = ERRCODE_CONFIGURATION_LIMIT_EXCEEDED;
+			break;
+		case GI_ERR_NOMEM:
+			sqlstate = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case GI_ERR_INVALID:
+			sqlstate = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+		case GI_ERR_UNSUPPORTED:
+			sqlstate = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		default:
+			sqlstate = ERRCODE_SYSTEM_ERROR;
+			break;
+	}
+	gi_reply_error(w, sqlstate, "gpuindex %s backend: %s",
+				   gi_ops->name, gi_ops->last_error());
+}
+
+bool
+gi_reply_check_backend(GiWork *w)
+{
+	if (gi_ops)
+		return true;
+	gi_reply_error(w, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+				   "gpuindex has no usable compute backend: %s", gi_ops_unavailable);
+	return false;
+}

@@ -1,0 +1,32 @@
+/*
+ * gi_reply.h
+ *		A request in the device service's hands for one round, and the
+ *		helpers every handler answers it with.
+ */
+#ifndef GI_REPLY_H
+#define GI_REPLY_H
+
+#include "postgres.h"
+
+#include "gi_shmem.h"
+
+/* one request taken from a slot for this round */
+typedef struct GiWork
+{
+	GiSlot	   *slot;
+	dsm_segment *seg;			/* attached payload segment, or NULL */
+	char	   *buf;			/* payload: slot->buf or the segment */
+	uint64		group;			/* search phase: the kind's grouping key */
+	bool		answered;
+} GiWork;
+
+extern void gi_reply(GiWork *w, GiReply reply);
+extern void gi_reply_error(GiWork *w, int sqlstate, const char *fmt,...) pg_attribute_printf(3, 4);
+
+/* a compute backend failure, with its message and a matching SQLSTATE */
+extern void gi_reply_status(GiWork *w, gi_status st);
+
+/* ERROR when no compute backend is usable; true when one is */
+extern bool gi_reply_check_backend(GiWork *w);
+
+#endif							/* GI_REPLY_H */

@@ -1,0 +1,31 @@
+/*
+ * gi_store_requests.h
+ *		The handlers of the requests on one store that the dispatcher calls:
+ *		loading (gi_loading.c), merged writes (gi_write.c) and merged searches
+ *		(gi_search.c).
+ */
+#ifndef GI_STORE_REQUESTS_H
+#define GI_STORE_REQUESTS_H
+
+#include "gi_reply.h"
+#include "gi_stores.h"
+
+/* loading protocol */
+extern void gi_load_begin(GiWork *w);
+extern void gi_load_end(GiWork *w);
+
+/* the store a LOAD_CHUNK belongs to, or NULL after answering BUSY */
+extern GiStoreEntry *gi_load_store(GiWork *w);
+
+/* a store loading: remember keys an INSERT or DELETE touched */
+extern void gi_load_touch(GiStoreEntry *e, const uint64 *keys, uint32 n);
+
+/* a store loading: must a LOAD_CHUNK record of key be skipped? */
+extern bool gi_load_skips(GiStoreEntry *e, uint64 key);
+
+/* requests of one store merged into one backend call each */
+extern void gi_insert_group(GiStoreEntry *e, GiWork **group, int n);
+extern void gi_delete_group(GiStoreEntry *e, GiWork **group, int n);
+extern void gi_search_group(GiStoreEntry *e, GiWork **group, int n);
+
+#endif							/* GI_STORE_REQUESTS_H */

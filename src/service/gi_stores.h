@@ -1,0 +1,67 @@
+/*
+ * gi_stores.h
+ *		The device service's registry of index stores.
+ *
+ * An entry is the same for every store kind: the store's generic
+ * parameters, its device, the kind's summary (an opaque prefix of the
+ * state it was loaded with), the loading state and the counters of
+ * gpuindex_stats.
+ */
+#ifndef GI_STORES_H
+#define GI_STORES_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "utils/hsearch.h"
+
+#include "gi_protocol.h"
+
+typedef struct GiStoreEntry
+{
+	GiStoreKey	key;			/* hash key: must be first */
+	Oid			relfilenode;
+	uint32		kind;			/* gi_kind */
+	uint32		nlists;
+	uint32		record_bytes;
+	int			device;			/* index in gi_devices */
+	void	   *summary;		/* the kind's, see GiKindStore */
+	gi_store   *store;
+
+	/* loading: see gi_loading.c */
+	bool		ready;
+	uint64		load_token;
+	int			loader_pid;
+	TimestampTz load_activity;
+	HTAB	   *touched;		/* keys inserted or deleted while loading */
+
+	/* counters for gpuindex_stats */
+	uint64		searches;
+	uint64		search_batches;
+	uint64		insert_requests;
+	uint64		insert_batches;
+	uint64		delete_requests;
+	uint64		delete_batches;
+	uint64		loads;
+} GiStoreEntry;
+
+extern void gi_stores_init(void);
+extern GiStoreEntry *gi_store_lookup(const GiStoreKey *key);
+
+/* the store a request may use: present and loaded from relfilenode */
+extern GiStoreEntry *gi_store_of(const GiStoreKey *key, Oid relfilenode);
+extern GiStoreEntry *gi_store_enter(const GiStoreKey *key, bool *found);
+extern void gi_store_remove(GiStoreEntry *entry);
+extern long gi_store_count(void);
+extern void gi_stores_seq_init(HASH_SEQ_STATUS *status);
+
+/* bytes held by all stores */
+extern uint64 gi_stores_bytes(void);
+
+/* the device (index in gi_devices) whose stores hold the fewest bytes */
+extern int	gi_stores_emptiest_device(void);
+
+/* bytes a store may still take under gpuindex.memory_limit (0 = no limit) */
+extern uint64 gi_store_budget(GiStoreEntry *entry);
+
+#endif							/* GI_STORES_H */

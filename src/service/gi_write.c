@@ -1,0 +1,163 @@
+/*
+ * gi_write.c
+ *		Inserts, load chunks and deletes of one store, merged into one
+ *		backend call each per round.
+ *
+ * The records of every INSERT and LOAD_CHUNK of a store in a round go to
+ * the backend in one store_insert call, the keys of its DELETEs in one
+ * store_delete call.  While the store loads, both apply gi_loading.c's rule.
+ */
+#include "postgres.h"
+
+#include "gi_device.h"
+#include "gi_store_requests.h"
+
+/* a records payload that fits the store; false after answering */
+static bool
+records_ok(GiWork *w, GiStoreEntry *e)
+{
+	uint32		n = w->slot->args.n;
+	const uint32 *lists;
+
+	if (w->slot->in_size != gi_records_size(n, e->record_bytes))
+	{
+		gi_reply_error(w, ERRCODE_PROTOCOL_VIOLATION,
+					   "malformed gpuindex insert request: %zu bytes for %u records of %u bytes",
+					   (size_t) w->slot->in_size, n, e->record_bytes);
+		return false;
+	}
+	lists = gi_records_lists(w->buf, n);
+	for (uint32 i = 0; i < n; i++)
+		if (lists[i] >= e->nlists)
+		{
+			gi_reply_error(w, ERRCODE_INVALID_PARAMETER_VALUE,
+						   "gpuindex insert names list %u of %u", lists[i], e->nlists);
+			return false;
+		}
+	return true;
+}
+
+void
+gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
+{
+	uint64		total = 0;
+	uint64	   *keys;
+	uint32	   *lists;
+	char	   *payloads;
+	uint64		pos = 0;
+	uint64		ninserted = 0;
+	gi_status	st;
+	int			nvalid = 0;
+
+	for (int i = 0; i < ngroup; i++)
+	{
+		if (!records_ok(group[i], e))
+			continue;
+		group[nvalid++] = group[i];
+		total += group[i]->slot->args.n;
+	}
+	if (nvalid == 0)
+		return;
+
+	/* a loading store remembers the inserts' keys before any chunk is read */
+	for (int i = 0; i < nvalid; i++)
+		if (group[i]->slot->type == GI_REQ_INSERT)
+			gi_load_touch(e, gi_records_keys(group[i]->buf), group[i]->slot->args.n);
+
+	keys = palloc_extended(Max(total, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	lists = palloc_extended(Max(total, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	payloads = palloc_extended(Max(total * e->record_bytes, 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < nvalid; i++)
+	{
+		GiWork	   *w = group[i];
+		uint32		n = w->slot->args.n;
+		bool		chunk = w->slot->type == GI_REQ_LOAD_CHUNK;
+		uint64	   *wkeys = gi_records_keys(w->buf);
+		uint32	   *wlists = gi_records_lists(w->buf, n);
+		char	   *wpay = gi_records_payloads(w->buf, n);
+
+		for (uint32 j = 0; j < n; j++)
+		{
+			if (chunk && gi_load_skips(e, wkeys[j]))
+				continue;
+			keys[pos] = wkeys[j];
+			lists[pos] = wlists[j];
+			memcpy(payloads + pos * e->record_bytes, wpay + (Size) j * e->record_bytes,
+				   e->record_bytes);
+			pos++;
+		}
+	}
+
+	if (pos > 0)
+	{
+		if (gi_ops->store_set_limit)
+			gi_ops->store_set_limit(e->store, gi_store_budget(e));
+		st = gi_ops->store_insert(e->store, (uint32) pos, lists, keys, payloads,
+								  &ninserted);
+		if (st != GI_OK)
+		{
+			for (int i = 0; i < nvalid; i++)
+				gi_reply_status(group[i], st);
+			return;
+		}
+	}
+	e->insert_batches++;
+	for (int i = 0; i < nvalid; i++)
+	{
+		group[i]->slot->rargs.count = group[i]->slot->args.n;
+		if (group[i]->slot->type == GI_REQ_INSERT)
+			e->insert_requests++;
+		gi_reply(group[i], GI_REPLY_OK);
+	}
+}
+
+void
+gi_delete_group(GiStoreEntry *e, GiWork **group, int ngroup)
+{
+	uint64		total = 0;
+	uint64	   *keys;
+	uint64		pos = 0;
+	uint64		ndeleted = 0;
+	gi_status	st;
+	int			nvalid = 0;
+
+	for (int i = 0; i < ngroup; i++)
+	{
+		GiWork	   *w = group[i];
+
+		if (w->slot->in_size != (Size) w->slot->args.n * sizeof(uint64))
+		{
+			gi_reply_error(w, ERRCODE_PROTOCOL_VIOLATION,
+						   "malformed gpuindex delete request: %zu bytes for %u keys",
+						   (size_t) w->slot->in_size, w->slot->args.n);
+			continue;
+		}
+		group[nvalid++] = w;
+		total += w->slot->args.n;
+	}
+	if (nvalid == 0)
+		return;
+
+	keys = palloc_extended(Max(total, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < nvalid; i++)
+	{
+		GiWork	   *w = group[i];
+
+		memcpy(keys + pos, w->buf, w->slot->in_size);
+		pos += w->slot->args.n;
+	}
+	gi_load_touch(e, keys, (uint32) total);
+	st = gi_ops->store_delete(e->store, (uint32) total, keys, &ndeleted);
+	for (int i = 0; i < nvalid; i++)
+	{
+		if (st != GI_OK)
+			gi_reply_status(group[i], st);
+		else
+		{
+			group[i]->slot->rargs.count = group[i]->slot->args.n;
+			e->delete_requests++;
+			gi_reply(group[i], GI_REPLY_OK);
+		}
+	}
+	e->delete_batches++;
+}

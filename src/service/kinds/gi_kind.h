@@ -1,0 +1,81 @@
+/*
+ * gi_kind.h
+ *		Store kinds as the device service sees them.
+ *
+ * The service's store registry, dispatcher and protocol are the same for
+ * every kind; what a kind adds lives in one file of src/service/kinds/
+ * that fills a GiServiceKind and registers it from _PG_init: how its
+ * LOAD_BEGIN state is checked and what store it asks for, how its search
+ * requests are checked, grouped and merged, and what gpuindex_stats shows
+ * of it.  The backend side of a kind is gi_backend_ops.kinds[kind].
+ */
+#ifndef GI_KIND_H
+#define GI_KIND_H
+
+#include "postgres.h"
+
+#include "gi_protocol.h"
+
+/* a search request as a kind sees it */
+typedef struct GiKindSearch
+{
+	const GiReqArgs *args;		/* n queries, k, the kind's kargs */
+	const void *queries;		/* the payload */
+	Size		query_bytes;
+} GiKindSearch;
+
+/* what a kind's state asks of the store it is loaded into */
+typedef struct GiKindStore
+{
+	uint32		nlists;
+	uint32		record_bytes;
+	uint32		key_mode;		/* gi_key_mode */
+	Size		summary_bytes;	/* bytes at the start of the state that the
+								 * service keeps for the calls below */
+} GiKindStore;
+
+typedef struct GiServiceKind
+{
+	gi_kind		kind;
+	const char *name;			/* gpuindex_stats.kind */
+
+	/*
+	 * LOAD_BEGIN: check the kind's state (the request's payload, which then
+	 * goes to the backend's set_state once) and say what store it needs.
+	 * Returns 0, or an SQLSTATE with the reason in err.
+	 */
+	int			(*check_state) (const void *state, Size bytes, GiKindStore *store,
+								char *err, Size errlen);
+
+	/*
+	 * SEARCH: check one request against the store's summary.  Requests on
+	 * one store with the same k and the same *group merge into one backend
+	 * search call.  Returns 0, or an SQLSTATE with the reason in err.
+	 */
+	int			(*check_search) (const void *summary, const GiKindSearch *req,
+								 uint64 *group, char *err, Size errlen);
+
+	/*
+	 * The merged search of n checked requests of one group: the backend's
+	 * search parameters into params (GI_KARGS_BYTES of room) and the
+	 * queries of all requests in order, back to back (palloc'd, or a
+	 * request's own payload), their size in *query_bytes.
+	 */
+	const void *(*merge_search) (const void *summary, const GiKindSearch *reqs,
+								 int n, void *params, Size *query_bytes);
+
+	/* gpuindex_stats: the store's dimension (0: none) and metric ("": none) */
+	void		(*describe) (const void *summary, uint32 *dim, char *metric,
+							 Size metric_len);
+} GiServiceKind;
+
+/* make a kind known to the service (from _PG_init) */
+extern void gi_kind_register(const GiServiceKind *kind);
+
+/* the registered kind, or NULL */
+extern const GiServiceKind *gi_kind_get(uint32 kind);
+
+/* the kinds the service knows */
+extern const GiServiceKind gi_kind_ivf;
+
+#endif							/* GI_KIND_H */

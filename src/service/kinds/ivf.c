@@ -1,0 +1,140 @@
+/*
+ * ivf.c
+ *		The IVF kind in the device service: lists are the cells of a coarse
+ *		quantizer, records are float vectors (layouts in gi_kind_ivf.h).
+ *
+ * LOAD_BEGIN carries a gi_ivf_state (header and centroids), which the
+ * backend keeps from set_state on; the service keeps only its header.
+ * A search carries gi_ivf_search_params in kargs and n * dim floats;
+ * searches of a store with the same k and the same number of probed lists
+ * are merged.
+ */
+#include "postgres.h"
+
+#include "gi_kind.h"
+#include "gi_kind_ivf.h"
+
+/* bounds that keep every size in range; the access method stays below */
+#define GI_IVF_MAX_DIM		65536
+#define GI_IVF_MAX_LISTS	(1 << 20)
+
+static const char *const ivf_metric_names[] = {"l2", "ip", "cosine"};
+
+static int
+ivf_check_state(const void *state, Size bytes, GiKindStore *store,
+				char *err, Size errlen)
+{
+	const gi_ivf_state *st = state;
+
+	if (bytes < sizeof(gi_ivf_state))
+	{
+		snprintf(err, errlen, "malformed gpuindex ivf load request: %zu bytes of state",
+				 (size_t) bytes);
+		return ERRCODE_PROTOCOL_VIOLATION;
+	}
+	if (st->dim < 1 || st->dim > GI_IVF_MAX_DIM)
+	{
+		snprintf(err, errlen, "gpuindex ivf store of %u dimensions (1 to %d allowed)",
+				 st->dim, GI_IVF_MAX_DIM);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->nlists < 1 || st->nlists > GI_IVF_MAX_LISTS)
+	{
+		snprintf(err, errlen, "gpuindex ivf store of %u lists (1 to %d allowed)",
+				 st->nlists, GI_IVF_MAX_LISTS);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->metric >= lengthof(ivf_metric_names))
+	{
+		snprintf(err, errlen, "gpuindex ivf store with unknown metric %u", st->metric);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (bytes != gi_ivf_state_size(st->nlists, st->dim))
+	{
+		snprintf(err, errlen,
+				 "malformed gpuindex ivf load request: %zu bytes of state for %u lists of %u dimensions",
+				 (size_t) bytes, st->nlists, st->dim);
+		return ERRCODE_PROTOCOL_VIOLATION;
+	}
+	store->nlists = st->nlists;
+	store->record_bytes = st->dim * sizeof(float);
+	store->key_mode = GI_KEYS_UNIQUE;
+	store->summary_bytes = sizeof(gi_ivf_state);
+	return 0;
+}
+
+static int
+ivf_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
+				 char *err, Size errlen)
+{
+	const gi_ivf_state *st = summary;
+	const gi_ivf_search_params *p = GI_KARGS(req->args, gi_ivf_search_params);
+
+	if (p->dim != st->dim)
+	{
+		snprintf(err, errlen, "gpuindex search: query has %u dimensions, index has %u",
+				 p->dim, st->dim);
+		return ERRCODE_DATA_EXCEPTION;
+	}
+	if (req->query_bytes != (Size) req->args->n * st->dim * sizeof(float))
+	{
+		snprintf(err, errlen,
+				 "malformed gpuindex search request: %zu bytes for %u queries of %u dimensions",
+				 (size_t) req->query_bytes, req->args->n, st->dim);
+		return ERRCODE_PROTOCOL_VIOLATION;
+	}
+	if (p->probes < 1)
+	{
+		snprintf(err, errlen, "gpuindex search must probe at least one list");
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	*group = Min(p->probes, st->nlists);
+	return 0;
+}
+
+static const void *
+ivf_merge_search(const void *summary, const GiKindSearch *reqs, int n,
+				 void *params, Size *query_bytes)
+{
+	const gi_ivf_state *st = summary;
+	gi_ivf_search_params *p = params;
+	Size		total = 0;
+	char	   *queries;
+
+	p->dim = st->dim;
+	p->probes = Min(GI_KARGS(reqs[0].args, gi_ivf_search_params)->probes, st->nlists);
+
+	for (int i = 0; i < n; i++)
+		total += reqs[i].query_bytes;
+	*query_bytes = total;
+	if (n == 1)
+		return reqs[0].queries;
+
+	queries = palloc_extended(Max(total, 1), MCXT_ALLOC_HUGE);
+	total = 0;
+	for (int i = 0; i < n; i++)
+	{
+		memcpy(queries + total, reqs[i].queries, reqs[i].query_bytes);
+		total += reqs[i].query_bytes;
+	}
+	return queries;
+}
+
+static void
+ivf_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
+{
+	const gi_ivf_state *st = summary;
+
+	*dim = st->dim;
+	strlcpy(metric, st->metric < lengthof(ivf_metric_names) ?
+			ivf_metric_names[st->metric] : "?", metric_len);
+}
+
+const GiServiceKind gi_kind_ivf = {
+	.kind = GI_KIND_IVF,
+	.name = "ivf_flat",
+	.check_state = ivf_check_state,
+	.check_search = ivf_check_search,
+	.merge_search = ivf_merge_search,
+	.describe = ivf_describe,
+};
