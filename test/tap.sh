@@ -20,11 +20,11 @@ fi
 
 rm -rf "$dir"
 pg_scratch "$dir"
-cp -r "$here/tap/t" "$dir/t"
+cp -r "$here/tap/t" "$here/tap/GpuindexTest.pm" "$dir/"
 [ "$(id -u)" = 0 ] && chown -R "$PG_USER" "$dir"
 tests=${*:-t/*.pl}
 
-as_pg "cd '$dir' && PERL5LIB='$perl_lib:$here/tap' PG_REGRESS=/bin/true \
+as_pg "cd '$dir' && PERL5LIB='$perl_lib:$dir${PERL5LIB:+:$PERL5LIB}' PG_REGRESS=/bin/true \
 	GPUINDEX_TEST_DEVICE='$GPUINDEX_TEST_DEVICE' PG_TEST_EXTRA='' \
 	prove -v $tests" >"$dir/prove.log" 2>&1
 status=$?

@@ -8,6 +8,7 @@
 # Prepare on the Debian machine (into the ignored .gpuhost/ folder):
 #   ../shared/gpu-host/fetch-postgres-debs.sh .gpuhost/debs
 #   (cd .gpuhost && mkdir -p cmocka && cd cmocka && apt-get download libcmocka0 libcmocka-dev)
+#   (cd .gpuhost && mkdir -p perl && cd perl && apt-get download libipc-run-perl)
 # Then on the GPU host, from the repository root:
 #   bash test/gpu/run-gpu.sh [.gpuhost]
 set -u
@@ -21,6 +22,13 @@ if [ -d "$cache/cmocka" ]; then
 	mkdir -p /tmp/cmocka
 	for f in "$cache"/cmocka/*.deb; do dpkg -x "$f" /tmp/cmocka; done
 	export CMOCKA_PREFIX=/tmp/cmocka
+fi
+# IPC::Run for the TAP tests (Debian's pure-Perl package, fetched into $cache/perl)
+if [ -d "$cache/perl" ]; then
+	mkdir -p /tmp/perl5
+	for f in "$cache"/perl/*.deb; do dpkg -x "$f" /tmp/perl5; done
+	chmod -R a+rX /tmp/perl5
+	export PERL5LIB=/tmp/perl5/usr/share/perl5${PERL5LIB:+:$PERL5LIB}
 fi
 # the server user must be able to read the installed tree
 chmod -R a+rX "$prefix"
