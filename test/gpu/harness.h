@@ -173,6 +173,10 @@ extern const test_suite kmeans_suite;
  * search: the state is p->kstate (a gi_ivf_state, centroids behind it).
  */
 extern const test_kind ivf_kind;
+
+/* a pair of IVF stores with unique keys (test_ivf.c) */
+extern bool ivf_pair(pair *p, uint32_t nlists, uint32_t dim, uint32_t chunk_slabs,
+					 rng *r);
 extern float *ivf_centroids(pair *p);
 /* hand p->kstate (changed, or a store replaced) to both stores again */
 extern void ivf_resend(pair *p);

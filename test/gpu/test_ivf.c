@@ -111,7 +111,7 @@ const test_kind ivf_kind = {"ivf", ivf_open, ivf_close, ivf_pick_list, random_se
 	final_search};
 
 /* a pair of IVF stores with unique keys */
-static bool
+bool
 ivf_pair(pair *p, uint32_t nlists, uint32_t dim, uint32_t chunk_slabs, rng *r)
 {
 	pair_cfg	cfg;

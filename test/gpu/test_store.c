@@ -12,21 +12,6 @@
 
 #include "harness.h"
 
-/* a pair of IVF stores with unique keys */
-static bool
-store_pair(pair *p, uint32_t nlists, uint32_t dim, uint32_t chunk_slabs, rng *r)
-{
-	pair_cfg	cfg;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.nlists = nlists;
-	cfg.words = dim;
-	cfg.chunk_slabs = chunk_slabs;
-	cfg.key_mode = GI_KEYS_UNIQUE;
-	cfg.kind = &ivf_kind;
-	return pair_open(p, &cfg, r);
-}
-
 /* store_create, insert and delete refuse bad arguments */
 static void
 test_invalid(void)
@@ -276,7 +261,7 @@ test_memory_limit(void)
 	EXPECT(st.rows == done, "rows %" PRIu64 " after %" PRIu64 " inserted", st.rows, done);
 
 	/* the host store holding the same prefix is the reference */
-	if (store_pair(&p, 10, dim, 8, &r))
+	if (ivf_pair(&p, 10, dim, 8, &r))
 	{
 		uint64_t	hn = 0;
 		float	   *qs;
@@ -379,7 +364,7 @@ test_device_oom(void)
 	/* a failure in each of the growth's four allocations */
 	for (at = 0; at < 4; at++)
 	{
-		if (!store_pair(&p, 8, dim, 4, &r))
+		if (!ivf_pair(&p, 8, dim, 4, &r))
 			break;
 		cu_set_chunk(p.c, 100);
 		do_insert(&p, 200, lists, keys, pay, "before the failure");
@@ -442,7 +427,7 @@ test_bulk_insert(void)
 		keys[i] = i > 0 && rchance(&r, 0.05) ? keys[rbelow(&r, i)]
 			: ((uint64_t) (i / 100) << 16) | (i % 100 + 1);
 	}
-	if (!store_pair(&p, 64, dim, 0, &r))
+	if (!ivf_pair(&p, 64, dim, 0, &r))
 		goto out;
 	if (cu_copy_threads)
 		cu_copy_threads(3);
@@ -487,7 +472,7 @@ test_sliding_window(void)
 	gi_store_stats st0;
 	gi_store_stats st;
 
-	if (!store_pair(&p, 20, dim, 16, &r))
+	if (!ivf_pair(&p, 20, dim, 16, &r))
 		goto out;
 	for (step = 0; step < steps + (int) (W / B) && checks_failed < 10; step++)
 	{
