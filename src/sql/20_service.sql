@@ -53,6 +53,9 @@ CREATE FUNCTION gpuindex_store_stats(
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuindex_store_stats' LANGUAGE C VOLATILE STRICT;
 
+-- every database's index names and activity: not for every role
+REVOKE ALL ON FUNCTION gpuindex_store_stats() FROM PUBLIC;
+
 CREATE VIEW gpuindex_stats AS
 	SELECT * FROM gpuindex_store_stats();
 COMMENT ON VIEW gpuindex_stats IS

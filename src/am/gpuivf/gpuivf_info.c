@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 
 #include "gpuivf.h"
 
@@ -53,6 +54,19 @@ gpuivf_open_for_sql(Oid indexoid, Relation *heap_out)
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, get_relkind_objtype(heap->rd_rel->relkind),
 					   RelationGetRelationName(heap));
+
+	/*
+	 * These functions read the index, not the table through the executor,
+	 * so row-level security policies cannot be applied: refuse rather than
+	 * show rows a SELECT would hide.
+	 */
+	if (check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security is enabled for table \"%s\"",
+						RelationGetRelationName(heap)),
+				 errdetail("gpuivf's batch search and inspection functions cannot apply row-level security policies."),
+				 errhint("Use SELECT ... ORDER BY column <-> query LIMIT k, which applies them.")));
 	index = index_open(indexoid, AccessShareLock);
 	if (!gpuivf_is_gpuivf_index(index))
 		ereport(ERROR,
