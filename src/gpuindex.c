@@ -11,6 +11,7 @@
 #include "access/htup_details.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -89,6 +90,15 @@ gi_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 
 		key.dbid = MyDatabaseId;
 		key.relid = objectId;
+		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
+	}
+	else if (access == OAT_DROP && classId == DatabaseRelationId && gi_shared != NULL)
+	{
+		/* every store of the database: a later one may get its OID */
+		GiStoreKey	key;
+
+		key.dbid = objectId;
+		key.relid = InvalidOid;
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 	}
 }

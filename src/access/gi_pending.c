@@ -10,13 +10,15 @@
  * pre-commit; at abort it is dropped (docs/architecture.md says why this
  * is enough).  An index built in a transaction that aborts leaves a store
  * loaded for an index that never existed: it is dropped from the service
- * at this backend's next flush (not from the abort callback, which must
- * not wait on another process or fail).  The transaction callbacks are
+ * at this backend's next flush or when the session ends, whichever comes
+ * first (not from the abort callback, which must not wait on another
+ * process or fail).  The transaction callbacks are
  * registered once, on first use, for all access methods.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "storage/ipc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -66,6 +68,24 @@ drop_orphans(void)
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 		orphans = list_delete_first(orphans);
 	}
+}
+
+/* a session that ends before its next flush drops its orphans on the way out */
+static void
+drop_orphans_at_exit(int code, Datum arg)
+{
+	if (orphans == NIL || gi_shared == NULL || code != 0)
+		return;
+	PG_TRY();
+	{
+		drop_orphans();
+	}
+	PG_CATCH();
+	{
+		/* the stores stay until the service restarts; exit anyway */
+		FlushErrorState();
+	}
+	PG_END_TRY();
 }
 
 static void
@@ -275,5 +295,6 @@ register_callbacks(void)
 		return;
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
+	before_shmem_exit(drop_orphans_at_exit, (Datum) 0);
 	callbacks_registered = true;
 }

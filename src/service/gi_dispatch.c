@@ -142,9 +142,19 @@ handle_stats(GiWork *w)
 static void
 handle_drop(GiWork *w)
 {
-	GiStoreEntry *e = gi_store_lookup(&w->slot->key);
+	GiStoreEntry *e;
 
-	if (e)
+	if (w->slot->key.relid == InvalidOid)
+	{
+		HASH_SEQ_STATUS status;
+
+		/* DROP DATABASE: removing the entry just returned is allowed */
+		gi_stores_seq_init(&status);
+		while ((e = hash_seq_search(&status)) != NULL)
+			if (e->key.dbid == w->slot->key.dbid)
+				gi_store_remove(e);
+	}
+	else if ((e = gi_store_lookup(&w->slot->key)) != NULL)
 		gi_store_remove(e);
 	gi_reply(w, GI_REPLY_OK);
 }

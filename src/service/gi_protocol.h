@@ -38,7 +38,9 @@ typedef enum GiReqType
 	GI_REQ_LOAD_END,			/* store becomes ready */
 	GI_REQ_INSERT,				/* in: records (GiRecordsLayout) */
 	GI_REQ_DELETE,				/* in: uint64 keys[n] */
-	GI_REQ_DROP,				/* forget the store (DROP INDEX) */
+	GI_REQ_DROP,				/* forget the store (DROP INDEX); relid
+								 * InvalidOid: every store of the database
+								 * (DROP DATABASE) */
 	GI_REQ_SEARCH,				/* args: kind, n, k, kargs: the kind's search
 								 * parameters; in: the kind's queries; out:
 								 * hits and found (gi_search_*) */

@@ -3,7 +3,7 @@
 # (kill -9 of a backend: the postmaster resets everything) and a restart of
 # the device service alone, the index reloads from its pages on first use
 # and answers exactly as before; REINDEX, TRUNCATE, DROP INDEX and DROP
-# TABLE leave no stale store in gpuindex_stats.
+# TABLE and DROP DATABASE leave no stale store in gpuindex_stats.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
@@ -97,6 +97,41 @@ q "CREATE INDEX t_v_idx2 ON t USING gpuivf (v real_l2_ops) WITH (lists = 4)" >/d
 check "new index: one store, resident at once" "1|100" "$(q "SELECT count(*) || '|' || sum(rows) FROM gpuindex_stats")"
 q "DROP TABLE t" >/dev/null
 check "DROP TABLE: no store" 0 "$(q "SELECT count(*) FROM gpuindex_stats")"
+
+# DROP DATABASE drops its stores (a database created later with the same
+# OID must never be served them)
+q "CREATE DATABASE other" >/dev/null
+cluster_psql "$dir" $port -d other -Atc "CREATE EXTENSION gpuindex;
+   CREATE TABLE o (id int, v real[]);
+   INSERT INTO o SELECT i, ARRAY[i, i + 1]::real[] FROM generate_series(1, 300) i;
+   CREATE INDEX o_v ON o USING gpuivf (v) WITH (lists = 3);
+   CREATE INDEX o_v2 ON o USING gpuivf (v) WITH (lists = 2);" >/dev/null 2>&1
+other_db=$(q "SELECT oid FROM pg_database WHERE datname = 'other'")
+check "another database's indexes have stores" 2 \
+	"$(q "SELECT count(*) FROM gpuindex_stats WHERE dbid = $other_db")"
+q "DROP DATABASE other" >/dev/null
+check "DROP DATABASE: its stores are gone" 0 \
+	"$(q "SELECT count(*) FROM gpuindex_stats WHERE dbid = $other_db")"
+
+# a CREATE INDEX rolled back in sessions that end right after: no store left
+q "CREATE TABLE rb (id int, v real[]);
+   INSERT INTO rb SELECT i, ARRAY[i, -i]::real[] FROM generate_series(1, 500) i" >/dev/null
+for i in 1 2 3; do
+	q "BEGIN; CREATE INDEX rb_v ON rb USING gpuivf (v) WITH (lists = 4); ROLLBACK" >/dev/null
+done
+left=""
+for i in $(seq 1 50); do
+	left=$(q "SELECT count(*) FROM gpuindex_stats")
+	[ "$left" = 0 ] && break
+	sleep 0.1
+done
+check "rolled-back builds in ended sessions leave no store" 0 "$left"
+check "a rolled-back build's store is gone at the session's next search" 0 \
+	"$(q "BEGIN; CREATE INDEX rb_v ON rb USING gpuivf (v) WITH (lists = 4); ROLLBACK;
+	     CREATE INDEX rb_w ON rb USING gpuivf (v) WITH (lists = 2);
+	     SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM rb ORDER BY v <-> '{1,1}' LIMIT 1) s;
+	     SELECT count(*) FROM gpuindex_stats WHERE indexrelid <> 'rb_w'::regclass" | tail -1)"
+q "DROP TABLE rb" >/dev/null
 
 echo "gpuivf restart: $TESTS_PASSED passed, $TESTS_FAILED failed"
 [ "$TESTS_FAILED" = 0 ]
