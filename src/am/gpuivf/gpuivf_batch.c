@@ -38,6 +38,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/pg_bswap.h"
+#include "storage/predicate.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -303,6 +304,8 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 	qbuf = palloc_extended((Size) nq * dim * sizeof(float4), MCXT_ALLOC_HUGE);
 
 	snapshot = GetActiveSnapshot();
+	/* what an ordered scan of an index without predicate locks takes */
+	PredicateLockRelation(index, snapshot);
 	fetch = table_index_fetch_begin(heap);
 	slot = table_slot_create(heap, NULL);
 
