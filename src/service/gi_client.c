@@ -202,9 +202,14 @@ submit_once(GiCall *call)
 		dsm_detach(seg);
 }
 
+/* a request the service died with this often is not tried again */
+#define GI_MAX_RESTARTS		3
+
 void
 gi_call(GiCall *call)
 {
+	int			restarts = 0;
+
 	gi_require_service();
 
 	for (;;)
@@ -215,7 +220,14 @@ gi_call(GiCall *call)
 		{
 			case GI_REPLY_RESTARTED:
 				/* the service died with our request: the new one gets it */
-				continue;
+				if (++restarts < GI_MAX_RESTARTS)
+					continue;
+				ereport(ERROR,
+						(errcode(ERRCODE_SYSTEM_ERROR),
+						 errmsg("the gpuindex device service restarted %d times while serving this request",
+								restarts),
+						 errhint("The server log says why.")));
+				break;
 			case GI_REPLY_TOO_SMALL:
 				call->out_capacity = call->rargs.out_needed;
 				continue;
@@ -246,6 +258,20 @@ gi_call_simple(GiReqType type, const GiStoreKey *key, const GiReqArgs *args,
 	if (rargs)
 		*rargs = call.rargs;
 	return call.reply;
+}
+
+/* queue a request without a payload and return without waiting (test hooks) */
+void
+gi_queue_nowait(const GiCall *call)
+{
+	GiSlot	   *slot;
+
+	gi_require_service();
+	slot = my_slot();
+	wait_slot_idle(slot);
+	slot->dsm = DSM_HANDLE_INVALID;
+	slot->capacity = GI_SLOT_INLINE;
+	queue_request(slot, call);
 }
 
 void

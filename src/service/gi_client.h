@@ -50,6 +50,7 @@ extern GiReply gi_call_simple(GiReqType type, const GiStoreKey *key,
  * that no longer exists, and return without waiting for the answer, as a
  * backend that dies right after queueing leaves its slot.
  */
+extern void gi_queue_nowait(const GiCall *call);
 extern void gi_queue_vanished(const GiCall *call);
 
 #endif							/* GI_CLIENT_H */

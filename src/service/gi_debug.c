@@ -1,7 +1,8 @@
 /*
  * gi_debug.c
  *		Test hooks of the device service: a request left behind with a
- *		vanished payload, and raw requests as an access method sends them.
+ *		vanished payload, raw requests as an access method sends them, and
+ *		injected faults.
  *
  * Not part of the extension's SQL API: a test that needs one creates it
  * itself (CREATE FUNCTION ... AS 'gpuindex', '<name>' LANGUAGE C, see
@@ -38,6 +39,44 @@ gpuindex_debug_vanished_request(PG_FUNCTION_ARGS)
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_PING;
 	gi_queue_vanished(&call);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(gpuindex_debug_fault);
+
+/*
+ * Inject a fault into the service: 'device' (a device error: the request
+ * gets an ERROR, the service restarts) or 'signal' (a crash inside the
+ * service, as a fault in CUDA code would be; queued without waiting).
+ * Either way only the service restarts, never the cluster.
+ */
+Datum
+gpuindex_debug_fault(PG_FUNCTION_ARGS)
+{
+	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	GiCall		call;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only superusers may use gpuindex test hooks")));
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_DEBUG_FAULT;
+	if (strcmp(kind, "device") == 0)
+	{
+		call.args.n = GI_FAULT_DEVICE;
+		gi_call(&call);
+	}
+	else if (strcmp(kind, "signal") == 0)
+	{
+		call.args.n = GI_FAULT_SIGNAL;
+		gi_queue_nowait(&call);
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown fault \"%s\"", kind),
+				 errhint("Use \"device\" or \"signal\".")));
 	PG_RETURN_VOID();
 }
 

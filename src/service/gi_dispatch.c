@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "miscadmin.h"
 
 #include "gi_device.h"
@@ -42,6 +44,7 @@ static const GiPhase gi_phase_of[GI_REQ_NTYPES] = {
 	[GI_REQ_INSERT] = GI_PHASE_INSERT,
 	[GI_REQ_DELETE] = GI_PHASE_DELETE,
 	[GI_REQ_DROP] = GI_PHASE_ALONE,
+	[GI_REQ_DEBUG_FAULT] = GI_PHASE_ALONE,
 	[GI_REQ_SEARCH] = GI_PHASE_SEARCH,
 	[GI_REQ_KMEANS_BEGIN] = GI_PHASE_ALONE,
 	[GI_REQ_KMEANS_DATA] = GI_PHASE_ALONE,
@@ -159,6 +162,17 @@ handle_drop(GiWork *w)
 	gi_reply(w, GI_REPLY_OK);
 }
 
+/* test hook: a device error (answered, then a restart) or a crash */
+static void
+handle_debug_fault(GiWork *w)
+{
+	if (w->slot->args.n == GI_FAULT_SIGNAL)
+		raise(SIGSEGV);
+	gi_reply_error(w, ERRCODE_SYSTEM_ERROR,
+				   "gpuindex device service: injected device fault");
+	gi_service_restart_pending = true;
+}
+
 static void
 handle_alone(GiWork *w)
 {
@@ -185,6 +199,9 @@ handle_alone(GiWork *w)
 		case GI_REQ_LOAD_END:
 			if (gi_reply_check_backend(w))
 				gi_load_end(w);
+			break;
+		case GI_REQ_DEBUG_FAULT:
+			handle_debug_fault(w);
 			break;
 		case GI_REQ_KMEANS_BEGIN:
 		case GI_REQ_KMEANS_DATA:

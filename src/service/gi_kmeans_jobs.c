@@ -42,6 +42,7 @@
 
 #include "gi_device.h"
 #include "gi_kmeans_jobs.h"
+#include "gi_service.h"
 #include "gi_stores.h"
 
 /* a job silent this long is dropped (its build fell back or died) */
@@ -183,6 +184,8 @@ malformed(GiWork *w, const char *what)
 static void
 reply_failure(GiWork *w, GiKmeansJob *job, gi_status st, const char *what)
 {
+	if (st == GI_ERR_DEVICE)
+		gi_service_restart_pending = true;
 	if (st == GI_ERR_NOMEM || st == GI_ERR_DEVICE || st == GI_ERR_LIMIT ||
 		st == GI_ERR_UNSUPPORTED)
 	{

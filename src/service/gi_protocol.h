@@ -61,6 +61,7 @@ typedef enum GiReqType
 	GI_REQ_ASSIGN,				/* args: n, job, dim; in: float[n][dim];
 								 * out: uint32 lists[n] (nearest centroid) */
 	GI_REQ_KMEANS_END,			/* args: job; frees it */
+	GI_REQ_DEBUG_FAULT,			/* test hook: args.n = GI_FAULT_* */
 	GI_REQ_NTYPES
 } GiReqType;
 
@@ -126,6 +127,10 @@ typedef struct GiRespArgs
 	int			sqlstate;		/* GI_REPLY_ERROR (and UNSUPPORTED: why) */
 	char		errmsg[GI_ERRMSG_LEN];
 } GiRespArgs;
+
+/* faults GI_REQ_DEBUG_FAULT injects into the service (test hook) */
+#define GI_FAULT_DEVICE		1	/* a device error: answer, then restart */
+#define GI_FAULT_SIGNAL		2	/* a crash (SIGSEGV) inside the service */
 
 /* the kargs of the KMEANS_* and ASSIGN requests */
 typedef struct GiKmeansArgs

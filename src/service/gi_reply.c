@@ -7,6 +7,7 @@
 
 #include "gi_device.h"
 #include "gi_reply.h"
+#include "gi_service.h"
 
 void
 gi_reply(GiWork *w, GiReply reply)
@@ -46,6 +47,10 @@ gi_reply_status(GiWork *w, gi_status st)
 			break;
 		case GI_ERR_UNSUPPORTED:
 			sqlstate = ERRCODE_FEATURE_NOT_SUPPORTED;
+			break;
+		case GI_ERR_DEVICE:
+			sqlstate = ERRCODE_SYSTEM_ERROR;
+			gi_service_restart_pending = true;
 			break;
 		default:
 			sqlstate = ERRCODE_SYSTEM_ERROR;

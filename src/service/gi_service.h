@@ -31,4 +31,11 @@ extern uint64 gi_requests_total;
 extern uint64 gi_rounds_total;
 extern uint64 gi_requests_by_type[GI_REQ_NTYPES];
 
+/*
+ * Set when the compute backend reported a device error: the device may be
+ * unusable (a sticky CUDA error poisons the context), so the service
+ * finishes the round and exits for the postmaster to restart it alone.
+ */
+extern bool gi_service_restart_pending;
+
 #endif							/* GI_SERVICE_H */

@@ -186,6 +186,35 @@ finish_round(GiWork *work, int nwork)
 	}
 }
 
+bool		gi_service_restart_pending = false;
+
+/* where a fault signal inside the service lands: a clean exit from there */
+static sigjmp_buf fault_env;
+static volatile sig_atomic_t fault_env_set = false;
+
+static void
+service_fault(SIGNAL_ARGS)
+{
+	if (fault_env_set)
+		siglongjmp(fault_env, postgres_signal_arg);
+	pqsignal(postgres_signal_arg, SIG_DFL);
+	raise(postgres_signal_arg);
+}
+
+/*
+ * Leave with exit code 1 through proc_exit, so that the postmaster restarts
+ * the service alone (a death by signal, or an exit without proc_exit, makes
+ * it reset the whole cluster).  Requests of the round in progress are
+ * answered RESTARTED by the next service and resubmitted by their backends.
+ */
+static void
+service_restart(const char *why)
+{
+	ereport(LOG,
+			(errmsg("gpuindex device service: %s; restarting the service", why)));
+	proc_exit(1);
+}
+
 void
 gi_service_main(Datum main_arg)
 {
@@ -215,6 +244,21 @@ gi_service_main(Datum main_arg)
 	gi_shared->service_started = GetCurrentTimestamp();
 	SpinLockRelease(&gi_shared->mutex);
 	recover_slots();
+
+	if (sigsetjmp(fault_env, 1) != 0)
+	{
+		/* a fault inside the compute backend: nothing here is to be trusted */
+		fault_env_set = false;
+		PG_exception_stack = NULL;
+		error_context_stack = NULL;
+		HOLD_INTERRUPTS();
+		service_restart("fatal fault (signal) inside the service");
+	}
+	fault_env_set = true;
+	pqsignal(SIGSEGV, service_fault);
+	pqsignal(SIGBUS, service_fault);
+	pqsignal(SIGILL, service_fault);
+	pqsignal(SIGFPE, service_fault);
 
 	for (;;)
 	{
@@ -284,6 +328,8 @@ gi_service_main(Datum main_arg)
 		}
 		PG_END_TRY();
 		finish_round(work, nwork);
+		if (gi_service_restart_pending)
+			service_restart("the compute backend reported a device error");
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(round_cxt);
 		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;

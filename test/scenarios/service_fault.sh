@@ -1,0 +1,79 @@
+#!/bin/bash
+# Faults inside the device service restart the service alone, never the
+# cluster: a device error (the request gets an ERROR, then the service exits
+# cleanly) and a crash by signal (as a fault inside CUDA code would be),
+# both injected by a superuser-only test hook.  Sessions carry on: one that
+# was connected throughout keeps its connection, and searches after each
+# fault reload the index and answer as before.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib.sh"
+
+: "${GPUINDEX_TEST_DEVICE:=cpu}"
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-fault-test}
+port=$((${GPUINDEX_TEST_PORT_FAULT:-54399} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
+rm -rf "$dir"
+trap 'cluster_stop "$dir"' EXIT
+q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
+
+cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" || exit 1
+q "CREATE EXTENSION gpuindex;
+   CREATE FUNCTION gpuindex_debug_fault(text) RETURNS void
+	 AS 'gpuindex', 'gpuindex_debug_fault' LANGUAGE C STRICT;
+   SELECT setseed(0.3);
+   CREATE TABLE t (id int PRIMARY KEY, v real[]);
+   INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
+   FROM generate_series(1, 3000) i;
+   CREATE INDEX t_v ON t USING gpuivf (v) WITH (lists = 10);" >/dev/null
+
+answers() {
+	q "SET enable_seqscan = off; SET gpuivf.probes = 10;
+	   SELECT string_agg(id::text, ',') FROM (SELECT id FROM t ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', id LIMIT 10) s"
+}
+service_pid() { q "SELECT pid FROM gpuindex_service()"; }
+# the service's pid once a new one runs (the old one gone)
+new_service() {
+	local old=$1 p
+	for i in $(seq 1 100); do
+		p=$(service_pid)
+		[ -n "$p" ] && [ "$p" != "$old" ] && [ "$p" != 0 ] && { echo "$p"; return 0; }
+		sleep 0.1
+	done
+	echo "none"
+}
+
+a0=$(answers)
+[ -n "$a0" ] && [ "${a0#ERROR}" = "$a0" ] && pass "answers before any fault" || fail "answers before any fault ($a0)"
+
+# a session connected throughout: a cluster restart would cut it
+cluster_psql "$dir" $port -Atc "SELECT pg_sleep(6)" -c "SELECT 'still connected'" >"$dir/long.out" 2>&1 &
+long=$!
+sleep 0.5
+
+p0=$(service_pid)
+out=$(q "SELECT gpuindex_debug_fault('device')")
+case $out in *"injected device fault"*) pass "a device fault answers the request with an ERROR" ;;
+	*) fail "a device fault answers the request with an ERROR (got '$out')" ;; esac
+p1=$(new_service "$p0")
+[ "$p1" != none ] && pass "the service restarted after the device fault" ||
+	fail "the service restarted after the device fault"
+check "answers after the device fault (index reloaded)" "$a0" "$(answers)"
+
+q "SELECT gpuindex_debug_fault('signal')" >/dev/null
+p2=$(new_service "$p1")
+[ "$p2" != none ] && pass "the service restarted after a crash by signal" ||
+	fail "the service restarted after a crash by signal"
+check "answers after the crash (index reloaded)" "$a0" "$(answers)"
+
+wait $long
+check "a session connected throughout kept its connection" "still connected" "$(tail -1 "$dir/long.out")"
+check "the cluster was never reset" 0 \
+	"$(grep -c 'terminating any other active server processes' "$dir/server.log")"
+check "the server log says why the service restarted" 2 \
+	"$(grep -c 'restarting the service' "$dir/server.log")"
+check "the unknown fault is refused" "ERROR:  unknown fault \"nope\"" \
+	"$(q "SELECT gpuindex_debug_fault('nope')" | head -1)"
+
+echo "service fault: $TESTS_PASSED passed, $TESTS_FAILED failed"
+[ "$TESTS_FAILED" = 0 ]
