@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "access/amvalidate.h"
@@ -79,9 +80,46 @@ gpuivf_datum_floats(Relation index, Datum value, int *dim, const char *what)
 {
 	FmgrInfo   *proc = index_getprocinfo(index, 1, GPUIVF_FLOATS_PROC);
 	Datum		arr;
+	const float4 *vec;
 
 	arr = FunctionCall1Coll(proc, index->rd_indcollation[0], value);
-	return gi_array_floats(DatumGetArrayTypeP(arr), dim, what);
+	vec = gi_array_floats(DatumGetArrayTypeP(arr), dim, what);
+	gpuivf_check_magnitude(gpuivf_opclass_metric(index), vec, *dim, what);
+	return vec;
+}
+
+/*
+ * The service ranks by float distances computed in double.  Under L2 and
+ * inner product a vector whose squared norm passes FLT_MAX / 4 can make a
+ * distance overflow to infinity, and one whose squared norm is below
+ * FLT_MIN makes the distances between such vectors underflow to zero:
+ * either way rows would tie where a sequential scan in double orders
+ * them.  Such vectors are refused (cosine normalises, so any scale is
+ * fine there); docs/usage.md says so.
+ */
+void
+gpuivf_check_magnitude(uint32 metric, const float4 *vec, int dim, const char *what)
+{
+	double		norm2 = 0.0;
+
+	if (metric == GI_METRIC_COSINE)
+		return;
+	for (int i = 0; i < dim; i++)
+		norm2 += (double) vec[i] * vec[i];
+	if (norm2 > (double) FLT_MAX / 4.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s is too large for a gpuivf index: its norm is %g", what, sqrt(norm2)),
+				 errdetail("Distances between vectors of norm above %g overflow single precision.",
+						   sqrt((double) FLT_MAX / 4.0)),
+				 errhint("Scale the vectors, or use the cosine operator class.")));
+	if (norm2 > 0.0 && norm2 < (double) FLT_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s is too small for a gpuivf index: its norm is %g", what, sqrt(norm2)),
+				 errdetail("Distances between vectors of norm below %g underflow single precision.",
+						   sqrt((double) FLT_MIN)),
+				 errhint("Scale the vectors, or use the cosine operator class.")));
 }
 
 uint32
