@@ -228,9 +228,9 @@ DROP TABLE ivf_dml;
 SELECT count(*) FROM gpuindex_stats WHERE indexrelid = :ivfoid;
 DROP FUNCTION ivf_dml_check(real[]);
 DROP FUNCTION ivf_dml_store();
--- float extremes: L2 and inner product refuse vectors whose distances would
--- overflow or underflow single precision (rows would tie where a sequential
--- scan in double orders them); cosine takes any scale and orders as the scan
+-- float extremes: vectors whose distances would overflow or underflow single
+-- precision are refused (rows would tie where a sequential scan in double
+-- orders them); within the bounds the index orders as the scan
 CREATE TABLE ivf_ext (id int, v real[]);
 CREATE INDEX ivf_ext_l2 ON ivf_ext USING gpuivf (v real_l2_ops) WITH (lists = 1);
 CREATE INDEX ivf_ext_ip ON ivf_ext USING gpuivf (v real_ip_ops) WITH (lists = 1);
@@ -247,13 +247,14 @@ RESET enable_seqscan;
 SELECT array_agg(id ORDER BY v <-> '{1,0}', id) FROM ivf_ext;
 DROP TABLE ivf_ext;
 CREATE TABLE ivf_ext (id int, v real[]);
-INSERT INTO ivf_ext SELECT i, ARRAY[1e30, (31 - i) * 1e29]::real[] FROM generate_series(1, 30) i;
-INSERT INTO ivf_ext VALUES (31, '{1e-30,1e-31}');
 CREATE INDEX ivf_ext_cos ON ivf_ext USING gpuivf (v real_cosine_ops) WITH (lists = 1);
+INSERT INTO ivf_ext VALUES (0, '{1e30,1}');
+INSERT INTO ivf_ext SELECT i, ARRAY[1e18, (31 - i) * 1e17]::real[] FROM generate_series(1, 30) i;
+INSERT INTO ivf_ext VALUES (31, '{1e-18,1e-20}');
 SET enable_seqscan = off;
-SELECT array_agg(id) AS by_index FROM (SELECT id FROM ivf_ext ORDER BY v <=> '{1e20,1e-20}' LIMIT 31) s;
+SELECT array_agg(id) AS by_index FROM (SELECT id FROM ivf_ext ORDER BY v <=> '{1e18,1e-18}' LIMIT 31) s;
 RESET enable_seqscan;
-SELECT array_agg(id ORDER BY v <=> '{1e20,1e-20}', id) AS by_scan FROM ivf_ext;
+SELECT array_agg(id ORDER BY v <=> '{1e18,1e-18}', id) AS by_scan FROM ivf_ext;
 DROP TABLE ivf_ext;
 -- leave the database as the next test expects it
 DROP EXTENSION gpuindex;

@@ -289,7 +289,7 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 	}
 	gi_check_same_dim((int) dim, qdim);
 	for (int i = 0; i < nq; i++)
-		gpuivf_check_magnitude(metric, queries + (Size) i * dim, (int) dim, "query vector");
+		gpuivf_check_magnitude(queries + (Size) i * dim, (int) dim, "query vector");
 
 	gpuivf_check_not_in_recovery();
 	/* this session's own new rows must be searchable */

@@ -84,26 +84,24 @@ gpuivf_datum_floats(Relation index, Datum value, int *dim, const char *what)
 
 	arr = FunctionCall1Coll(proc, index->rd_indcollation[0], value);
 	vec = gi_array_floats(DatumGetArrayTypeP(arr), dim, what);
-	gpuivf_check_magnitude(gpuivf_opclass_metric(index), vec, *dim, what);
+	gpuivf_check_magnitude(vec, *dim, what);
 	return vec;
 }
 
 /*
- * The service ranks by float distances computed in double.  Under L2 and
- * inner product a vector whose squared norm passes FLT_MAX / 4 can make a
- * distance overflow to infinity, and one whose squared norm is below
- * FLT_MIN makes the distances between such vectors underflow to zero:
- * either way rows would tie where a sequential scan in double orders
- * them.  Such vectors are refused (cosine normalises, so any scale is
- * fine there); docs/usage.md says so.
+ * The service ranks by float distances (the CUDA kernels also sum in
+ * float).  A vector whose squared norm passes FLT_MAX / 4 can make a
+ * distance or a norm overflow to infinity, and one whose squared norm is
+ * below FLT_MIN makes the distances between such vectors underflow to
+ * zero: either way rows would tie where a sequential scan in double orders
+ * them.  Such vectors are refused under every metric (a zero vector is
+ * fine); docs/usage.md says so.
  */
 void
-gpuivf_check_magnitude(uint32 metric, const float4 *vec, int dim, const char *what)
+gpuivf_check_magnitude(const float4 *vec, int dim, const char *what)
 {
 	double		norm2 = 0.0;
 
-	if (metric == GI_METRIC_COSINE)
-		return;
 	for (int i = 0; i < dim; i++)
 		norm2 += (double) vec[i] * vec[i];
 	if (norm2 > (double) FLT_MAX / 4.0)
@@ -112,14 +110,14 @@ gpuivf_check_magnitude(uint32 metric, const float4 *vec, int dim, const char *wh
 				 errmsg("%s is too large for a gpuivf index: its norm is %g", what, sqrt(norm2)),
 				 errdetail("Distances between vectors of norm above %g overflow single precision.",
 						   sqrt((double) FLT_MAX / 4.0)),
-				 errhint("Scale the vectors, or use the cosine operator class.")));
+				 errhint("Scale the vectors; with cosine distance any scale gives the same order.")));
 	if (norm2 > 0.0 && norm2 < (double) FLT_MIN)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("%s is too small for a gpuivf index: its norm is %g", what, sqrt(norm2)),
 				 errdetail("Distances between vectors of norm below %g underflow single precision.",
 						   sqrt((double) FLT_MIN)),
-				 errhint("Scale the vectors, or use the cosine operator class.")));
+				 errhint("Scale the vectors; with cosine distance any scale gives the same order.")));
 }
 
 uint32
