@@ -18,6 +18,15 @@
 
 #include "gi_client.h"
 
+static void
+require_superuser(void)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only superusers may use gpuindex test hooks")));
+}
+
 PG_FUNCTION_INFO_V1(gpuindex_debug_vanished_request);
 
 /*
@@ -32,10 +41,7 @@ gpuindex_debug_vanished_request(PG_FUNCTION_ARGS)
 {
 	GiCall		call;
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only superusers may use gpuindex test hooks")));
+	require_superuser();
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_PING;
 	gi_queue_vanished(&call);
@@ -56,10 +62,7 @@ gpuindex_debug_fault(PG_FUNCTION_ARGS)
 	char	   *kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	GiCall		call;
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only superusers may use gpuindex test hooks")));
+	require_superuser();
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_DEBUG_FAULT;
 	if (strcmp(kind, "device") == 0)
@@ -113,10 +116,7 @@ gpuindex_debug_request(PG_FUNCTION_ARGS)
 	bool		nulls[4] = {0};
 	bytea	   *answer;
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only superusers may use gpuindex test hooks")));
+	require_superuser();
 	if (VARSIZE_ANY_EXHDR(kargs) > GI_KARGS_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
