@@ -1932,6 +1932,29 @@ test_per_list_big_key(void **state)
 }
 
 /*
+ * Record i of a random batch: a fresh (key index, list) pair, or one time
+ * in repeat_one_in a repeat of an earlier record's pair; a random payload.
+ */
+static void
+pl_random_record(uint32_t i, uint32_t nk, uint32_t nl, uint32_t repeat_one_in,
+				 uint32_t *kidx, uint32_t *lists, uint32_t *pays)
+{
+	if (i > 0 && rng_below(repeat_one_in) == 0)
+	{
+		uint32_t	from = rng_below(i);
+
+		kidx[i] = kidx[from];
+		lists[i] = lists[from];
+	}
+	else
+	{
+		kidx[i] = rng_below(nk);
+		lists[i] = rng_below(nl);
+	}
+	pays[i] = (uint32_t) rng_next();
+}
+
+/*
  * Random mixed operations, the model compared after every one: batches
  * with repeated pairs, deletes of present, absent and repeated keys, and
  * reloads that resend all of a key's pairs among new ones (what a load
@@ -1965,21 +1988,7 @@ test_per_list_random(void **state)
 			uint32_t	cnt = 1 + rng_below(MAXB);
 
 			for (i = 0; i < cnt; i++)
-			{
-				if (i > 0 && rng_below(4) == 0)
-				{
-					uint32_t	from = rng_below(i);
-
-					bk[n] = bk[from];
-					bl[n] = bl[from];
-				}
-				else
-				{
-					bk[n] = rng_below(NK);
-					bl[n] = rng_below(NL);
-				}
-				bp[n++] = (uint32_t) rng_next();
-			}
+				pl_random_record(n++, NK, NL, 4, bk, bl, bp);
 			pl_insert(s, &m, n, bk, bl, bp);
 		}
 		else if (kind < 8)
@@ -2126,19 +2135,7 @@ test_per_list_alloc_failure(void **state)
 	rng_seed(0xFA11);
 	for (i = 0; i < N; i++)
 	{
-		if (i > 0 && rng_below(6) == 0)
-		{
-			uint32_t	from = rng_below(i);
-
-			kidx[i] = kidx[from];
-			lists[i] = lists[from];
-		}
-		else
-		{
-			kidx[i] = rng_below(NK);
-			lists[i] = rng_below(NL);
-		}
-		pays[i] = (uint32_t) rng_next();
+		pl_random_record(i, NK, NL, 6, kidx, lists, pays);
 		keys[i] = pl_key(kidx[i]);
 	}
 	for (after = 0; after < 400 && !reached_ok; after++)
