@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/block.h"
 #include "storage/buf.h"
@@ -247,6 +248,44 @@ gi_hit_cursor_reset(GiHitCursor *cur)
 {
 	cur->have_last = false;
 }
+
+/* ---- SQL functions over an index (gi_batch.c) ---- */
+
+extern Relation gi_open_index_for_sql(Oid indexoid, const char *amname,
+									  const char *opname,
+									  bool (*is_ours) (Relation index),
+									  Relation *heap_out);
+
+/*
+ * A batch search: nq queries, the k best visible rows of each.  The AM
+ * fills the fields, gi_batch_key_column the key column of the forms that
+ * return one; gi_batch_run does the rest.
+ */
+typedef struct GiBatch
+{
+	Relation	index;
+	Relation	heap;
+	int			nq;
+	int			k;
+	uint32		max_k;			/* hits one service search may ask for */
+	const char *fname;			/* for messages */
+	AttrNumber	keyatt;			/* InvalidAttrNumber: return the ctid */
+	int16		keylen;
+	bool		keybyval;
+
+	/*
+	 * Search queries qidx[0..n-1] (0-based positions in the call) with
+	 * kreq hits each: returns hits[n * kreq] (palloc'd) and *found[n].
+	 */
+	gi_hit	   *(*search) (void *arg, const int *qidx, int n, uint32 kreq,
+						   uint32 **found);
+	/* the value the SQL operator gives for a service distance */
+	double		(*distance) (void *arg, float distance);
+	void	   *arg;
+} GiBatch;
+
+extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
+extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);
 
 static inline void
 gi_key_to_tid(uint64 key, ItemPointer tid)

@@ -29,51 +29,12 @@ PG_FUNCTION_INFO_V1(gpuivf_list_items);
 
 static const char *const metric_names[] = {"l2", "ip", "cosine"};
 
-/*
- * Open a gpuivf index named by a SQL caller, with its table, after
- * checking that the caller may read the table (an index reveals its
- * rows).  Both are locked AccessShareLock until the end of the
- * transaction.
- */
+/* a gpuivf index named by a SQL caller, with its table (gi_open_index_for_sql) */
 Relation
 gpuivf_open_for_sql(Oid indexoid, Relation *heap_out)
 {
-	Oid			heapoid;
-	Relation	heap;
-	Relation	index;
-	AclResult	aclresult;
-
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gpuivf index",
-						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	heapoid = IndexGetRelation(indexoid, false);
-	heap = table_open(heapoid, AccessShareLock);
-	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(heap->rd_rel->relkind),
-					   RelationGetRelationName(heap));
-
-	/*
-	 * These functions read the index, not the table through the executor,
-	 * so row-level security policies cannot be applied: refuse rather than
-	 * show rows a SELECT would hide.
-	 */
-	if (check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("row-level security is enabled for table \"%s\"",
-						RelationGetRelationName(heap)),
-				 errdetail("gpuivf's batch search and inspection functions cannot apply row-level security policies."),
-				 errhint("Use SELECT ... ORDER BY column <-> query LIMIT k, which applies them.")));
-	index = index_open(indexoid, AccessShareLock);
-	if (!gpuivf_is_gpuivf_index(index))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a gpuivf index", RelationGetRelationName(index))));
-	*heap_out = heap;
-	return index;
+	return gi_open_index_for_sql(indexoid, "gpuivf", "<->", gpuivf_is_gpuivf_index,
+								 heap_out);
 }
 
 Datum

@@ -1,0 +1,261 @@
+/*
+ * gi_batch.c
+ *		What the access methods' SQL functions share: opening an index
+ *		named by a caller with the checks a SELECT would make, and the
+ *		batch search driver that turns the service's hits into visible rows.
+ *
+ * The driver sends every query of a call to the service (split so that
+ * no answer passes GI_BATCH_REPLY_BYTES), keeps the hits whose heap tuple
+ * is visible to the statement's snapshot (following HOT chains, so the
+ * ctid is the visible version's), and searches again, together and with k
+ * doubled, the queries that found fewer than k visible rows while the
+ * service had more, continuing after the last (distance, key) seen
+ * exactly like an ordered scan.  The AM supplies the search and the
+ * distance the SQL operator would show.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/predicate.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "gi_access.h"
+
+/* the answer of one request stays well under palloc's 1 GB */
+#define GI_BATCH_REPLY_BYTES	((Size) 256 * 1024 * 1024)
+
+/*
+ * Open an index of access method amname (ordered by opname) named by a SQL caller, with its
+ * table, after checking that the caller may read the table (an index
+ * reveals its rows).  Both are locked AccessShareLock until the end of
+ * the transaction.
+ */
+Relation
+gi_open_index_for_sql(Oid indexoid, const char *amname, const char *opname,
+					  bool (*is_ours) (Relation index), Relation *heap_out)
+{
+	Oid			heapoid;
+	Relation	heap;
+	Relation	index;
+	AclResult	aclresult;
+
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a %s index",
+						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?",
+						amname)));
+	heapoid = IndexGetRelation(indexoid, false);
+	heap = table_open(heapoid, AccessShareLock);
+	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(heap->rd_rel->relkind),
+					   RelationGetRelationName(heap));
+
+	/*
+	 * These functions read the index, not the table through the executor,
+	 * so row-level security policies cannot be applied: refuse rather than
+	 * show rows a SELECT would hide.
+	 */
+	if (check_enable_rls(heapoid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security is enabled for table \"%s\"",
+						RelationGetRelationName(heap)),
+				 errdetail("%s's batch search and inspection functions cannot apply row-level security policies.",
+						   amname),
+				 errhint("Use SELECT ... ORDER BY column %s query LIMIT k, which applies them.",
+						 opname)));
+	index = index_open(indexoid, AccessShareLock);
+	if (!is_ours(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a %s index", RelationGetRelationName(index),
+						amname)));
+	*heap_out = heap;
+	return index;
+}
+
+/*
+ * The key column of the (..., key_column name, key_type anyelement) forms:
+ * arguments keyarg and keyarg + 1 of the call.
+ */
+void
+gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg)
+{
+	Name		colname = PG_GETARG_NAME(keyarg);
+	Oid			want = get_fn_expr_argtype(fcinfo->flinfo, keyarg + 1);
+	Oid			have;
+	int32		typmod;
+	Oid			collid;
+
+	b->keyatt = get_attnum(RelationGetRelid(b->heap), NameStr(*colname));
+	if (b->keyatt < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("key_column cannot be a system column"),
+				 errhint("%s(index, queries, k) returns the ctid.", b->fname)));
+	if (b->keyatt == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						NameStr(*colname), RelationGetRelationName(b->heap))));
+	get_atttypetypmodcoll(RelationGetRelid(b->heap), b->keyatt, &have, &typmod, &collid);
+	if (!OidIsValid(want) || want != have)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, but key_type is %s",
+						NameStr(*colname), format_type_be(have),
+						OidIsValid(want) ? format_type_be(want) : "unknown"),
+				 errhint("Pass a NULL of the column's type as key_type, e.g. NULL::%s.",
+						 format_type_be(have))));
+	get_typlenbyval(have, &b->keylen, &b->keybyval);
+}
+
+typedef struct BatchRow
+{
+	ItemPointerData tid;
+	double		distance;
+	Datum		key;
+	bool		keynull;
+} BatchRow;
+
+typedef struct BatchQuery
+{
+	BatchRow   *rows;			/* up to k, grown on demand */
+	int			nrows;
+	int			cap;
+	GiHitCursor cursor;			/* after the last hit seen */
+} BatchQuery;
+
+/* keep hit h of query b when its row is visible */
+static void
+batch_take(GiBatch *b, BatchQuery *bq, const gi_hit *h, Snapshot snapshot,
+		   IndexFetchTableData *fetch, TupleTableSlot *slot)
+{
+	ItemPointerData tid;
+	bool		call_again = false;
+	bool		all_dead = false;
+	BatchRow   *row;
+
+	if (!gi_hit_cursor_next(&bq->cursor, h))
+		return;					/* seen in an earlier round */
+	gi_key_to_tid(h->key, &tid);
+	if (table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again, &all_dead))
+	{
+		if (bq->nrows == bq->cap)
+		{
+			bq->cap = Min(b->k, Max(16, bq->cap * 2));
+			bq->rows = bq->rows ?
+				repalloc_huge(bq->rows, sizeof(BatchRow) * bq->cap) :
+				palloc_extended(sizeof(BatchRow) * bq->cap, MCXT_ALLOC_HUGE);
+		}
+		row = &bq->rows[bq->nrows++];
+		row->tid = slot->tts_tid;
+		row->distance = b->distance(b->arg, h->distance);
+		if (b->keyatt != InvalidAttrNumber)
+		{
+			row->key = slot_getattr(slot, b->keyatt, &row->keynull);
+			if (!row->keynull)
+				row->key = datumCopy(row->key, b->keybyval, b->keylen);
+		}
+	}
+	ExecClearTuple(slot);
+}
+
+/* run the batch and return its rows through the call's tuplestore */
+void
+gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BatchQuery *bq = palloc0(sizeof(BatchQuery) * Max(b->nq, 1));
+	int		   *pend = palloc(sizeof(int) * Max(b->nq, 1));
+	int			npend = b->nq;
+	uint32		kreq = (uint32) b->k;
+	Snapshot	snapshot = GetActiveSnapshot();
+	IndexFetchTableData *fetch;
+	TupleTableSlot *slot;
+
+	for (int i = 0; i < b->nq; i++)
+		pend[i] = i;
+
+	/* what an ordered scan of an index without predicate locks takes */
+	PredicateLockRelation(b->index, snapshot);
+	fetch = table_index_fetch_begin(b->heap);
+	slot = table_slot_create(b->heap, NULL);
+
+	while (npend > 0)
+	{
+		int			per_call = (int) Max(1, GI_BATCH_REPLY_BYTES /
+										 gi_search_out_size(1, kreq));
+		int			nstill = 0;
+
+		for (int from = 0; from < npend; from += per_call)
+		{
+			int			n = Min(per_call, npend - from);
+			uint32	   *found;
+			gi_hit	   *hits = b->search(b->arg, pend + from, n, kreq, &found);
+
+			for (int i = 0; i < n; i++)
+			{
+				BatchQuery *q = &bq[pend[from + i]];
+
+				for (uint32 r = 0; r < found[i] && q->nrows < b->k; r++)
+					batch_take(b, q, &hits[(Size) i * kreq + r], snapshot, fetch, slot);
+				/* fewer than k visible while the service had more: again */
+				if (q->nrows < b->k && found[i] >= kreq)
+					pend[nstill++] = pend[from + i];
+			}
+			pfree(hits);
+			CHECK_FOR_INTERRUPTS();
+		}
+
+		npend = nstill;
+		if (npend > 0)
+		{
+			if (kreq >= b->max_k)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("%s cannot look at more than %u rows per query",
+								b->fname, b->max_k)));
+			kreq = (uint32) Min((uint64) kreq * 2, (uint64) b->max_k);
+		}
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	table_index_fetch_end(fetch);
+
+	for (int q = 0; q < b->nq; q++)
+	{
+		for (int r = 0; r < bq[q].nrows; r++)
+		{
+			BatchRow   *row = &bq[q].rows[r];
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
+
+			values[0] = Int32GetDatum(q + 1);
+			if (b->keyatt != InvalidAttrNumber)
+			{
+				values[1] = row->key;
+				nulls[1] = row->keynull;
+			}
+			else
+				values[1] = PointerGetDatum(&row->tid);
+			values[2] = Float8GetDatum(row->distance);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+}
