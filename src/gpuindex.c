@@ -186,5 +186,6 @@ _PG_init(void)
 	}
 
 	gi_kind_register(&gi_kind_ivf);
+	gi_kind_register(&gi_kind_sparse);
 	gpuivf_init();
 }

@@ -20,41 +20,11 @@
 #include <cmocka.h>
 
 #include "host_store.h"
+#include "test_util.h"
 
 static const gi_backend_ops *ops;
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* xorshift64*: fixed seeds make every run identical */
-static uint64_t rng_state;
-
-static void
-rng_seed(uint64_t seed)
-{
-	rng_state = seed ? seed : 1;
-}
-
-static uint64_t
-rng_next(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * UINT64_C(2685821657736338717);
-}
-
-static uint32_t
-rng_below(uint32_t n)
-{
-	return (uint32_t) ((rng_next() >> 32) % n);
-}
-
-static float
-rng_float(void)
-{
-	/* uniform in [-1, 1) */
-	return (float) ((double) (rng_next() >> 40) / (double) (1 << 23) - 1.0);
-}
 
 static gi_store *
 new_store(uint32_t nlists, uint32_t record_bytes, uint32_t chunk,
@@ -212,7 +182,8 @@ test_backend_identity(void **state)
 	assert_non_null(ops->kinds[GI_KIND_IVF]->set_state);
 	assert_non_null(ops->kinds[GI_KIND_IVF]->search);
 	assert_null(ops->kinds[GI_KIND_NONE]);
-	assert_null(ops->kinds[GI_KIND_SPARSE]);
+	assert_non_null(ops->kinds[GI_KIND_SPARSE]);
+	assert_non_null(ops->kinds[GI_KIND_SPARSE]->search);
 	assert_null(ops->kinds[GI_KIND_KEYWORD]);
 }
 

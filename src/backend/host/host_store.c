@@ -26,7 +26,10 @@
  *	  linear probing and backward-shift deletion, so no tombstones ever
  *	  accumulate;
  *	- a slab whose count drops to zero is unlinked and pushed on the free
- *	  stack at once.
+ *	  stack at once;
+ *	- every live key has a dense ordinal (reused through a free stack once
+ *	  the key's last row is gone), kept per slot, so that a kind can score
+ *	  a key owning many records in one array cell (gi_host_store_kid_key).
  *
  * Every operation that can fail (growth of the pool or of a map) is done
  * before the record being inserted touches any structure, so an error
@@ -107,6 +110,16 @@ struct gi_store
 	uint32_t   *row_next;		/* [nslabs * 32] next row of the same key */
 	uint32_t   *free_rows;		/* stack, [nslabs * 32] */
 	uint32_t	nfree_rows;
+
+	/*
+	 * Key ordinals: at most one live key per row, so these share the row
+	 * capacity too.
+	 */
+	uint32_t   *slot_kid;		/* [nslabs * 32] ordinal of the slot's key */
+	uint64_t   *kid_key;		/* [nslabs * 32] ordinal -> key */
+	uint32_t   *free_kids;		/* stack, [nslabs * 32] */
+	uint32_t	kid_hwm;		/* ordinals >= kid_hwm have never been used */
+	uint32_t	nfree_kids;
 
 	/* key -> first row of the key's chain */
 	gi_host_map keymap;
@@ -204,7 +217,8 @@ gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
 		+ (uint64_t) GI_SLAB_RECORDS *
 		(sizeof(uint32_t) + sizeof(uint64_t)	/* slot row, slot key */
 		 + (uint64_t) s->words * sizeof(uint32_t)	/* payload */
-		 + sizeof(uint64_t) + 2 * sizeof(uint32_t));	/* att, next, free */
+		 + sizeof(uint64_t) + 2 * sizeof(uint32_t)	/* att, next, free */
+		 + 2 * sizeof(uint32_t) + sizeof(uint64_t));	/* key ordinals */
 
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * sizeof(uint32_t)
@@ -485,16 +499,19 @@ gi_host_grow_pool(gi_store *s)
 			(void **) &s->slabs, (void **) &s->free_slabs,
 			(void **) &s->slot_row, (void **) &s->slot_key,
 			(void **) &s->payload,
-			(void **) &s->att, (void **) &s->row_next, (void **) &s->free_rows
+			(void **) &s->att, (void **) &s->row_next, (void **) &s->free_rows,
+			(void **) &s->slot_kid, (void **) &s->kid_key, (void **) &s->free_kids
 		};
 		size_t		sizes[] = {
 			sizeof(gi_host_slab), sizeof(uint32_t),
 			sizeof(uint32_t), sizeof(uint64_t),
 			(size_t) s->words * sizeof(uint32_t),
-			sizeof(uint64_t), sizeof(uint32_t), sizeof(uint32_t)
+			sizeof(uint64_t), sizeof(uint32_t), sizeof(uint32_t),
+			sizeof(uint32_t), sizeof(uint64_t), sizeof(uint32_t)
 		};
 		uint64_t	per[] = {1, 1, GI_SLAB_RECORDS, GI_SLAB_RECORDS,
-		GI_SLAB_RECORDS, GI_SLAB_RECORDS, GI_SLAB_RECORDS, GI_SLAB_RECORDS};
+			GI_SLAB_RECORDS, GI_SLAB_RECORDS, GI_SLAB_RECORDS, GI_SLAB_RECORDS,
+		GI_SLAB_RECORDS, GI_SLAB_RECORDS, GI_SLAB_RECORDS};
 		int			n = (int) (sizeof(sizes) / sizeof(sizes[0]));
 		int			a;
 
@@ -539,6 +556,8 @@ gi_host_grow_pool(gi_store *s)
 		   (slots - oldslots) * s->words * sizeof(uint32_t));
 	memset(s->att + oldslots, 0xFF, (slots - oldslots) * sizeof(uint64_t));
 	memset(s->row_next + oldslots, 0xFF, (slots - oldslots) * sizeof(uint32_t));
+	memset(s->slot_kid + oldslots, 0xFF, (slots - oldslots) * sizeof(uint32_t));
+	memset(s->kid_key + oldslots, 0, (slots - oldslots) * sizeof(uint64_t));
 
 	s->nslabs = (uint32_t) want;
 	return GI_OK;
@@ -581,6 +600,9 @@ gi_host_store_destroy(gi_store *s)
 	free(s->att);
 	free(s->row_next);
 	free(s->free_rows);
+	free(s->slot_kid);
+	free(s->kid_key);
+	free(s->free_kids);
 	gi_host_map_free(&s->keymap);
 	gi_host_map_free(&s->pairmap);
 	free(s);
@@ -705,6 +727,15 @@ gi_host_gather(const gi_store *s, uint32_t slab, uint32_t slot, void *dst)
 		memcpy(p + 4 * (size_t) j, &base[(uint64_t) j * GI_SLAB_RECORDS + slot], 4);
 }
 
+/* the key ordinal of a live row */
+static inline uint32_t
+gi_host_row_kid(const gi_store *s, uint32_t row)
+{
+	uint64_t	a = s->att[row];
+
+	return s->slot_kid[(a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu)];
+}
+
 /*
  * Insert one record unless the key mode forbids it.  The check sees the
  * records inserted before, this batch's included, so the second of a
@@ -720,6 +751,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	uint32_t	slab;
 	uint32_t	slot;
 	uint32_t	row;
+	uint32_t	kid;
 	gi_host_slab *h;
 	gi_status	st;
 
@@ -782,8 +814,18 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	else
 		row = s->row_hwm++;
 
+	/* a new key takes an ordinal; live keys <= live rows, so one is free */
+	if (mi == GI_HOST_MAP_NONE)
+	{
+		kid = s->nfree_kids > 0 ? s->free_kids[--s->nfree_kids] : s->kid_hwm++;
+		s->kid_key[kid] = key;
+	}
+	else
+		kid = gi_host_row_kid(s, s->keymap.rows[mi]);
+
 	gi_host_scatter(s, head, slot, payload);
 	s->slot_row[(uint64_t) head * GI_SLAB_RECORDS + slot] = row;
+	s->slot_kid[(uint64_t) head * GI_SLAB_RECORDS + slot] = kid;
 	s->slot_key[(uint64_t) head * GI_SLAB_RECORDS + slot] = key;
 	/* publish last, as the device does: the bit is what readers trust */
 	h->bitmap |= (uint32_t) 1 << slot;
@@ -884,6 +926,7 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 	h->bitmap &= ~((uint32_t) 1 << slot);
 	h->count--;
 	s->slot_row[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
+	s->slot_kid[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
 	s->att[row] = GI_HOST_ATT_NONE;
 	s->row_next[row] = GI_NIL;
 	s->free_rows[s->nfree_rows++] = row;
@@ -922,6 +965,7 @@ gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 		if (mi == GI_HOST_MAP_NONE)
 			continue;			/* unknown or already deleted */
 		row = s->keymap.rows[mi];
+		s->free_kids[s->nfree_kids++] = gi_host_row_kid(s, row);
 		while (row != GI_NIL)
 		{
 			uint32_t	next = s->row_next[row];
@@ -1013,7 +1057,10 @@ static const gi_backend_ops gi_host_ops = {
 	.store_delete = gi_host_store_delete,
 	.store_stats = gi_host_store_stats,
 	.store_set_limit = gi_host_store_set_limit,
-	.kinds = {[GI_KIND_IVF] = &gi_host_ivf_kind},
+	.kinds = {
+		[GI_KIND_IVF] = &gi_host_ivf_kind,
+		[GI_KIND_SPARSE] = &gi_host_sparse_kind,
+	},
 	/*
 	 * No kmeans_* entries: with the host backend every CREATE INDEX trains
 	 * and assigns in its own backend process (gi_host_kmeans_train, called
@@ -1051,6 +1098,18 @@ gi_host_store_set_kind_state(gi_store *s, void *state, void (*free_fn) (void *))
 	s->kind_state_free = free_fn;
 }
 
+uint32_t
+gi_host_store_key_ids(const gi_store *s)
+{
+	return s->kid_hwm;
+}
+
+uint64_t
+gi_host_store_kid_key(const gi_store *s, uint32_t kid)
+{
+	return s->kid_key[kid];
+}
+
 uint64_t
 gi_host_store_steps(const gi_store *s)
 {
@@ -1080,6 +1139,7 @@ gi_host_store_slab(const gi_store *s, uint32_t slab, gi_host_slab_view *view)
 	view->bitmap = h->bitmap;
 	view->rows = s->slot_row + (uint64_t) slab * GI_SLAB_RECORDS;
 	view->keys = s->slot_key + (uint64_t) slab * GI_SLAB_RECORDS;
+	view->kids = s->slot_kid + (uint64_t) slab * GI_SLAB_RECORDS;
 	view->payload = s->payload + (uint64_t) slab * GI_SLAB_RECORDS * s->words;
 	return true;
 }
@@ -1372,6 +1432,66 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 			 s->keymap.count < s->keymap.cap, "map over its load factor");
 	GI_CHECK(chained_rows == s->rows, "key chains reach %llu rows of %llu",
 			 (unsigned long long) chained_rows, (unsigned long long) s->rows);
+	/*
+	 * Key ordinals: all rows of a key share one, which maps back to the
+	 * key; live keys and the free stack hold each ordinal below the
+	 * high-water mark exactly once.
+	 */
+	{
+		unsigned char *kid_seen = calloc((size_t) s->kid_hwm + 1, 1);
+
+		GI_CHECK(kid_seen != NULL, "check: out of memory");
+		for (i = 0; i < s->keymap.cap && ok; i++)
+		{
+			uint32_t	row = s->keymap.rows[i];
+			uint32_t	kid;
+
+			if (row == GI_NIL)
+				continue;
+			kid = gi_host_row_kid(s, row);
+			if (kid >= s->kid_hwm || kid_seen[kid] ||
+				s->kid_key[kid] != s->keymap.keys[i])
+			{
+				if (err && errlen)
+					snprintf(err, errlen, "key %llu has a bad ordinal %u",
+						 (unsigned long long) s->keymap.keys[i], kid);
+				ok = false;
+				break;
+			}
+			kid_seen[kid] = 1;
+			for (; row != GI_NIL && ok; row = s->row_next[row])
+				if (gi_host_row_kid(s, row) != kid)
+				{
+					if (err && errlen)
+					snprintf(err, errlen, "rows of key %llu have different ordinals",
+							 (unsigned long long) s->keymap.keys[i]);
+					ok = false;
+				}
+		}
+		for (i = 0; i < s->nfree_kids && ok; i++)
+		{
+			uint32_t	kid = s->free_kids[i];
+
+			if (kid >= s->kid_hwm || kid_seen[kid])
+			{
+				if (err && errlen)
+					snprintf(err, errlen, "free ordinal %u is live or pushed twice", kid);
+				ok = false;
+			}
+			else
+				kid_seen[kid] = 1;
+		}
+		if (ok && s->nfree_kids + s->keymap.count != s->kid_hwm)
+		{
+			if (err && errlen)
+					snprintf(err, errlen, "%llu live keys and %u free ordinals, high-water mark %u",
+					 (unsigned long long) s->keymap.count, s->nfree_kids, s->kid_hwm);
+			ok = false;
+		}
+		free(kid_seen);
+		if (!ok)
+			goto out;
+	}
 	GI_CHECK(s->params.key_mode != GI_KEYS_UNIQUE || s->keymap.count == s->rows,
 			 "unique keys, but %llu rows of %llu keys",
 			 (unsigned long long) s->rows, (unsigned long long) s->keymap.count);

@@ -39,6 +39,7 @@ typedef struct gi_host_slab_view
 	uint32_t	bitmap;			/* bit i set: slot i holds a live record */
 	const uint32_t *rows;		/* [GI_SLAB_RECORDS] row id per slot */
 	const uint64_t *keys;		/* [GI_SLAB_RECORDS] key per slot */
+	const uint32_t *kids;		/* [GI_SLAB_RECORDS] key ordinal per slot */
 	/* word j of slot i at payload[j * GI_SLAB_RECORDS + i] */
 	const uint32_t *payload;
 } gi_host_slab_view;
@@ -91,6 +92,15 @@ extern bool gi_host_store_row(const gi_store *store, uint32_t row,
 							  uint32_t *list, uint64_t *key, void *payload);
 
 /*
+ * Key ordinals: every live key has one in [0, gi_host_store_key_ids()),
+ * the same in all the key's slots (gi_host_slab_view.kids), reused once
+ * the key is deleted; kinds that score keys owning many records index
+ * dense arrays by it.  gi_host_store_kid_key maps a live key's ordinal back.
+ */
+extern uint32_t gi_host_store_key_ids(const gi_store *store);
+extern uint64_t gi_host_store_kid_key(const gi_store *store, uint32_t kid);
+
+/*
  * Work done by inserts and deletes since the store was created: hash map
  * slots examined plus key chain rows visited.  Tests bound it to show
  * that a batch costs time proportional to its own records.
@@ -118,8 +128,9 @@ extern void gi_host_set_error(const char *fmt,...)
 			__attribute__((format(printf, 1, 2)));
 extern const char *gi_host_last_error(void);
 
-/* the IVF kind of the host backend (host_ivf.c) */
+/* the kinds of the host backend (host_ivf.c, host_sparse.c) */
 extern const gi_kind_ops gi_host_ivf_kind;
+extern const gi_kind_ops gi_host_sparse_kind;
 
 /*
  * The host IVF search with the centroids passed in (the reference the

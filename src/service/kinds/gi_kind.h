@@ -75,7 +75,15 @@ extern void gi_kind_register(const GiServiceKind *kind);
 /* the registered kind, or NULL */
 extern const GiServiceKind *gi_kind_get(uint32 kind);
 
+/*
+ * For merge_search: the queries of n requests back to back (the first
+ * request's own payload when n is 1, else palloc'd).
+ */
+extern const void *gi_kind_concat_queries(const GiKindSearch *reqs, int n,
+										  Size *query_bytes);
+
 /* the kinds the service knows */
 extern const GiServiceKind gi_kind_ivf;
+extern const GiServiceKind gi_kind_sparse;
 
 #endif							/* GI_KIND_H */

@@ -98,26 +98,10 @@ ivf_merge_search(const void *summary, const GiKindSearch *reqs, int n,
 {
 	const gi_ivf_state *st = summary;
 	gi_ivf_search_params *p = params;
-	Size		total = 0;
-	char	   *queries;
 
 	p->dim = st->dim;
 	p->probes = Min(GI_KARGS(reqs[0].args, gi_ivf_search_params)->probes, st->nlists);
-
-	for (int i = 0; i < n; i++)
-		total += reqs[i].query_bytes;
-	*query_bytes = total;
-	if (n == 1)
-		return reqs[0].queries;
-
-	queries = palloc_extended(Max(total, 1), MCXT_ALLOC_HUGE);
-	total = 0;
-	for (int i = 0; i < n; i++)
-	{
-		memcpy(queries + total, reqs[i].queries, reqs[i].query_bytes);
-		total += reqs[i].query_bytes;
-	}
-	return queries;
+	return gi_kind_concat_queries(reqs, n, query_bytes);
 }
 
 static void

@@ -1,0 +1,65 @@
+/*
+ * gi_kind_sparse.h
+ *		The sparse kind as the compute backends see it: one list per
+ *		dimension (term), one record per non-zero of a document, holding
+ *		its weight; a document is a key owning one record in each of its
+ *		terms' lists (GI_KEYS_PER_LIST).
+ *
+ * State (set_state, once per store): a gi_sparse_state.  Search
+ * parameters: a gi_sparse_search_params.  Queries: nq queries packed back
+ * to back, each a uint32 nnz, then nnz uint32 terms (strictly ascending,
+ * each < dim), then nnz float weights; gi_sparse_query_bytes gives a
+ * query's size.
+ *
+ * Score and order: a document's score for a query is the sum over the
+ * query's terms t of weight(query, t) * weight(document, t), each product
+ * of two floats formed and summed in double, the sum rounded to float
+ * (the order of the terms in the sum does not matter at that precision).
+ * A hit's distance is the negated score, and hits come in ascending
+ * (distance, key) order, as for every kind.  The candidates are the
+ * documents with at least one record in a query term's list: a document
+ * sharing no term with the query is never a hit (its score is 0; the
+ * access method finds those itself).  found[q] < k therefore means every
+ * candidate of query q was returned.
+ */
+#ifndef GI_KIND_SPARSE_H
+#define GI_KIND_SPARSE_H
+
+#include "gi_backend.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+typedef struct gi_sparse_state
+{
+	uint32_t	dim;			/* == the store's nlists; record_bytes == 4 */
+	uint32_t	pad;
+} gi_sparse_state;
+
+/* how a backend computes the scores (the CUDA backend has two kernels) */
+typedef enum gi_sparse_method
+{
+	GI_SPARSE_AUTO = 0,			/* the backend chooses */
+	GI_SPARSE_TERM = 1,			/* term-parallel scatter-add */
+	GI_SPARSE_DOC = 2			/* document-parallel */
+} gi_sparse_method;
+
+typedef struct gi_sparse_search_params
+{
+	uint32_t	dim;			/* == the state's dim */
+	uint32_t	method;			/* gi_sparse_method; hosts ignore it */
+} gi_sparse_search_params;
+
+static inline size_t
+gi_sparse_query_bytes(uint32_t nnz)
+{
+	return sizeof(uint32_t) + (size_t) nnz * (sizeof(uint32_t) + sizeof(float));
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GI_KIND_SPARSE_H */
