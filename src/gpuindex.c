@@ -21,6 +21,7 @@
 #include "utils/syscache.h"
 
 #include "gpuivf.h"
+#include "gpusparse.h"
 #include "gi_client.h"
 #include "gi_kind.h"
 #include "gi_service.h"
@@ -188,4 +189,5 @@ _PG_init(void)
 	gi_kind_register(&gi_kind_ivf);
 	gi_kind_register(&gi_kind_sparse);
 	gpuivf_init();
+	gpusparse_init();
 }

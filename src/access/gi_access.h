@@ -284,6 +284,7 @@ typedef struct GiBatch
 	void	   *arg;
 } GiBatch;
 
+extern void gi_check_not_in_recovery(const char *amname);
 extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
 extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);
 

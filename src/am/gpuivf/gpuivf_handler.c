@@ -15,7 +15,6 @@
 
 #include "access/amvalidate.h"
 #include "access/htup_details.h"
-#include "access/xlog.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
 #include "catalog/pg_class.h"
@@ -197,21 +196,11 @@ gpuivf_check_dim(const GpuivfMeta *meta, int dim)
 						   meta->dim)));
 }
 
-/*
- * On a hot standby, WAL replay changes the index pages but nobody tells
- * the standby's device service, so a store loaded there would go stale.
- * Until replay feeds the store, searches are refused during recovery (the
- * planner never picks the index there; see gpuivf_costestimate).
- */
+/* see gi_check_not_in_recovery */
 void
 gpuivf_check_not_in_recovery(void)
 {
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gpuivf searches are not supported during recovery"),
-				 errdetail("The device store of a hot standby would not follow WAL replay."),
-				 errhint("Run the query on the primary, or without the index.")));
+	gi_check_not_in_recovery("gpuivf");
 }
 
 /* ---- the AM's catalog-facing callbacks ---- */

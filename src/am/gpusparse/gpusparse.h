@@ -1,0 +1,156 @@
+/*
+ * gpusparse.h
+ *		The gpusparse index access method: exact top-k by inner product over
+ *		sparse vectors (spvec), with the posting lists held by the gpuindex
+ *		device service.
+ *
+ * Pages are the truth, the device store is a cache (DESIGN.md section 4).
+ * The pages hold documents, not postings, so that a rare term costs no
+ * page of its own:
+ *
+ *	block 0		metapage: item 1 the GpusparseMetaData, item 2 the head of
+ *				the document chain (GiListHeadData)
+ *	data pages	the document chain (gi_access.h), one or more items per
+ *				indexed row (GpusparseTupleData: heap TID, then a run of
+ *				its (term, weight) pairs; a row with more pairs than a
+ *				page takes is split into several items, one with none)
+ *
+ * The device service holds one store per index of kind GI_KIND_SPARSE: a
+ * list per dimension and a record (key = heap TID, list = term, weight)
+ * per non-zero (layouts in gi_kind_sparse.h).  Loading walks the chain and
+ * sends every pair; VACUUM removes dead items from the chain and the
+ * rows' keys from the store, in time proportional to their own postings.
+ */
+#ifndef GPUSPARSE_H
+#define GPUSPARSE_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/itemptr.h"
+#include "utils/rel.h"
+
+#include "gi_access.h"
+#include "gi_kind_sparse.h"
+#include "spvec.h"
+
+#define GPUSPARSE_MAGIC		0x47535053	/* "GSPS" */
+#define GPUSPARSE_VERSION	1
+#define GPUSPARSE_PAGE_ID	0xFF8C
+
+/* support function of a gpusparse operator class: (coltype) -> spvec */
+#define GPUSPARSE_SPVEC_PROC	1
+#define GPUSPARSE_NPROCS		1
+
+/* one list per dimension in the store: the memory it costs bounds this */
+#define GPUSPARSE_MAX_DIM	(1 << 24)
+
+/* the metapage's items */
+#define GPUSPARSE_META_OFFNUM	1
+#define GPUSPARSE_HEAD_OFFNUM	2
+
+/* hits one search may ask for: the reply must fit in one palloc */
+#define GPUSPARSE_MAX_K		((uint32) ((MaxAllocSize / 2) / sizeof(gi_hit)))
+
+/* the batch API's limits */
+#define GPUSPARSE_BATCH_MAX_K		100000
+#define GPUSPARSE_BATCH_MAX_QUERIES 1000000
+
+typedef struct GpusparseMetaData
+{
+	uint32		magic;
+	uint32		version;
+	uint32		dim;			/* 0 until the first row fixes it */
+	uint32		pad;
+} GpusparseMetaData;
+
+/* a run of one row's non-zeros: nnz terms, then nnz weights */
+typedef struct GpusparseTupleData
+{
+	ItemPointerData heaptid;
+	uint16		nnz;
+	int32		data[FLEXIBLE_ARRAY_MEMBER];
+} GpusparseTupleData;
+
+typedef GpusparseTupleData *GpusparseTuple;
+
+#define GPUSPARSE_ITEM_SIZE(nnz) \
+	(offsetof(GpusparseTupleData, data) + (Size) (nnz) * (sizeof(int32) + sizeof(float4)))
+#define GPUSPARSE_ITEM_MAX_NNZ \
+	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpusparseTupleData, data)) / \
+			(sizeof(int32) + sizeof(float4))))
+#define GpusparseTupleTerms(t)		((t)->data)
+#define GpusparseTupleWeights(t)	((float4 *) ((t)->data + (t)->nnz))
+
+/* build phases shown in pg_stat_progress_create_index.subphase */
+#define GPUSPARSE_PHASE_WRITE	2
+#define GPUSPARSE_PHASE_LOAD	3
+
+/* GUCs */
+extern int	gpusparse_scan_batch;
+extern int	gpusparse_method;
+
+/* gpusparse_options.c */
+extern void gpusparse_init(void);
+extern bytea *gpusparse_options(Datum reloptions, bool validate);
+
+/* gpusparse_handler.c */
+extern SpVec *gpusparse_datum_spvec(Relation index, Datum value);
+extern bool gpusparse_is_gpusparse_index(Relation index);
+extern void gpusparse_check_dim(Relation index, uint32 dim, int got);
+
+/* gpusparse_pages.c */
+extern void gpusparse_init_metapage(Page page, uint32 dim);
+extern uint32 gpusparse_get_dim(Relation index);
+extern uint32 gpusparse_set_dim(Relation index, uint32 dim);
+extern void gpusparse_list_dir(GiListDir *dir);
+extern GiListRef gpusparse_chain_ref(void);
+extern void gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
+								 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
+								 void *arg);
+
+/* gpusparse_build.c */
+extern IndexBuildResult *gpusparse_build(Relation heap, Relation index,
+										 IndexInfo *indexInfo);
+extern void gpusparse_buildempty(Relation index);
+
+/* gpusparse_insert.c */
+extern bool gpusparse_insert(Relation index, Datum *values, bool *isnull,
+							 ItemPointer heap_tid, Relation heap,
+							 IndexUniqueCheck checkUnique, bool indexUnchanged,
+							 IndexInfo *indexInfo);
+
+/* gpusparse_vacuum.c */
+extern IndexBulkDeleteResult *gpusparse_bulkdelete(IndexVacuumInfo *info,
+												   IndexBulkDeleteResult *stats,
+												   IndexBulkDeleteCallback callback,
+												   void *callback_state);
+
+/* gpusparse_load.c */
+extern bool gpusparse_load(Relation index);
+extern void *gpusparse_pack_queries(SpVec **queries, int nq, Size *bytes);
+extern gi_hit *gpusparse_search_service(Relation index, uint32 dim,
+										const void *queries, Size bytes,
+										uint32 nq, uint32 k, uint32 **found);
+extern void gpusparse_walk_rows(Relation index, BufferAccessStrategy bas,
+								GiItemFn fn, void *arg);
+
+/* gpusparse_scan.c */
+extern IndexScanDesc gpusparse_beginscan(Relation index, int nkeys, int norderbys);
+extern void gpusparse_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+							 ScanKey orderbys, int norderbys);
+extern bool gpusparse_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void gpusparse_endscan(IndexScanDesc scan);
+
+/* gpusparse_cost.c */
+extern void gpusparse_costestimate(PlannerInfo *root, IndexPath *path,
+								   double loop_count, Cost *indexStartupCost,
+								   Cost *indexTotalCost,
+								   Selectivity *indexSelectivity,
+								   double *indexCorrelation, double *indexPages);
+
+#endif							/* GPUSPARSE_H */

@@ -1,0 +1,157 @@
+/*
+ * gpusparse_load.c
+ *		gpusparse's requests about its store: loading it from the pages
+ *		(every row's pairs, through gi_load) and searching it.
+ */
+#include "postgres.h"
+
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "gpusparse.h"
+
+typedef struct LoadArg
+{
+	GiLoad	   *load;
+	uint32		dim;
+} LoadArg;
+
+/* a copy of an item as stored, with its size checked */
+static GpusparseTuple
+check_item(Relation index, const char *item, Size itemsz, uint32 dim)
+{
+	GpusparseTuple t = (GpusparseTuple) item;
+
+	if (itemsz < offsetof(GpusparseTupleData, data) ||
+		itemsz != GPUSPARSE_ITEM_SIZE(t->nnz))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gpusparse index \"%s\" has an item of %zu bytes",
+						RelationGetRelationName(index), itemsz)));
+	for (int i = 0; i < t->nnz; i++)
+		if (GpusparseTupleTerms(t)[i] < 0 || (uint32) GpusparseTupleTerms(t)[i] >= dim)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gpusparse index \"%s\" has a term beyond its %u dimensions",
+							RelationGetRelationName(index), dim)));
+	return t;
+}
+
+static bool
+load_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
+{
+	LoadArg    *la = arg;
+	GpusparseTuple t = check_item(la->load->index, item, itemsz, la->dim);
+	uint64		key = gi_tid_key(&t->heaptid);
+
+	for (int i = 0; i < t->nnz; i++)
+		if (!gi_load_emit(la->load, key, (uint32) GpusparseTupleTerms(t)[i],
+						  &GpusparseTupleWeights(t)[i]))
+			return false;
+	return true;
+}
+
+static void
+walk_chain(GiLoad *load, void *arg)
+{
+	BufferAccessStrategy bas = GetAccessStrategy(BAS_BULKREAD);
+	LoadArg		la;
+
+	la.load = load;
+	la.dim = *(uint32 *) arg;
+	(void) gi_list_walk(load->index, gpusparse_chain_ref(), bas, load_item, &la);
+	FreeAccessStrategy(bas);
+}
+
+/*
+ * Load the index's store from its pages (the GiLoadFn of gpusparse): true
+ * when it is ready or there is nothing to load, false when another backend
+ * loads it.
+ */
+bool
+gpusparse_load(Relation index)
+{
+	uint32		dim = gpusparse_get_dim(index);
+	gi_sparse_state *state;
+	GiLoadSpec	spec;
+
+	if (dim == 0)
+		return true;			/* nothing indexed: nothing to search */
+
+	state = palloc0(sizeof(gi_sparse_state));
+	state->dim = dim;
+	memset(&spec, 0, sizeof(spec));
+	spec.kind = GI_KIND_SPARSE;
+	spec.state = state;
+	spec.state_size = sizeof(gi_sparse_state);
+	spec.record_bytes = sizeof(float4);
+	spec.walk = walk_chain;
+	spec.walk_arg = &dim;
+	return gi_load(index, &spec);
+}
+
+/* every item of the chain, for those who read rows from the pages */
+void
+gpusparse_walk_rows(Relation index, BufferAccessStrategy bas, GiItemFn fn,
+					void *arg)
+{
+	(void) gi_list_walk(index, gpusparse_chain_ref(), bas, fn, arg);
+}
+
+/* nq queries in the service's layout (gi_kind_sparse.h), palloc'd */
+void *
+gpusparse_pack_queries(SpVec **queries, int nq, Size *bytes)
+{
+	Size		total = 0;
+	char	   *buf;
+	char	   *p;
+
+	for (int i = 0; i < nq; i++)
+		total += gi_sparse_query_bytes((uint32) queries[i]->nnz);
+	buf = palloc_extended(Max(total, 1), MCXT_ALLOC_HUGE);
+	p = buf;
+	for (int i = 0; i < nq; i++)
+	{
+		uint32		nnz = (uint32) queries[i]->nnz;
+
+		memcpy(p, &nnz, sizeof(uint32));
+		memcpy(p + sizeof(uint32), queries[i]->indices, nnz * sizeof(int32));
+		memcpy(p + sizeof(uint32) + nnz * sizeof(int32), SPVEC_VALUES(queries[i]),
+			   nnz * sizeof(float4));
+		p += gi_sparse_query_bytes(nnz);
+	}
+	*bytes = total;
+	return buf;
+}
+
+/*
+ * The k best rows for each of nq packed queries: returns hits[nq * k] in
+ * ascending (distance, key) order per query, *found[q] real hits each.
+ * Both point into one palloc'd answer.
+ */
+gi_hit *
+gpusparse_search_service(Relation index, uint32 dim, const void *queries,
+						 Size bytes, uint32 nq, uint32 k, uint32 **found)
+{
+	GiCall		call;
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_SEARCH;
+	call.args.kind = GI_KIND_SPARSE;
+	call.args.n = nq;
+	call.args.k = k;
+	GI_KARGS(&call.args, gi_sparse_search_params)->dim = dim;
+	GI_KARGS(&call.args, gi_sparse_search_params)->method = (uint32) gpusparse_method;
+	call.in = queries;
+	call.in_size = bytes;
+	call.out_capacity = gi_search_out_size(nq, k);
+	gi_call_store(index, &call, gpusparse_load);
+
+	if (call.rargs.out_size != gi_search_out_size(nq, k) || call.out == NULL)
+		elog(ERROR, "gpuindex search answered %llu bytes, expected %llu",
+			 (unsigned long long) call.rargs.out_size,
+			 (unsigned long long) gi_search_out_size(nq, k));
+	*found = gi_search_found(call.out, nq, k);
+	return (gi_hit *) call.out;
+}

@@ -1,0 +1,182 @@
+/*
+ * gpusparse_pages.c
+ *		gpusparse's pages around the shared list chain: the metapage (the
+ *		dimension and the document chain's head) and a row's items.
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "gpusparse.h"
+
+/* what a backend caches of the metapage, once the dimension is fixed */
+typedef struct GpusparseCache
+{
+	Oid			relfilenode;
+	uint32		dim;
+} GpusparseCache;
+
+void
+gpusparse_init_metapage(Page page, uint32 dim)
+{
+	GpusparseMetaData meta;
+	GiListHeadData head;
+
+	gi_init_page(page, GI_PAGE_META, GPUSPARSE_PAGE_ID);
+	memset(&meta, 0, sizeof(meta));
+	meta.magic = GPUSPARSE_MAGIC;
+	meta.version = GPUSPARSE_VERSION;
+	meta.dim = dim;
+	head.start = InvalidBlockNumber;
+	head.insert = InvalidBlockNumber;
+	if (PageAddItem(page, (Item) &meta, sizeof(meta), GPUSPARSE_META_OFFNUM,
+					false, false) != GPUSPARSE_META_OFFNUM ||
+		PageAddItem(page, (Item) &head, sizeof(head), GPUSPARSE_HEAD_OFFNUM,
+					false, false) != GPUSPARSE_HEAD_OFFNUM)
+		elog(ERROR, "failed to initialize a gpusparse metapage");
+}
+
+static GpusparseMetaData *
+page_meta(Relation index, Page page)
+{
+	GpusparseMetaData *meta;
+
+	if (!(GiPageGetOpaque(page)->flags & GI_PAGE_META) ||
+		PageGetMaxOffsetNumber(page) < GPUSPARSE_HEAD_OFFNUM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a gpusparse index",
+						RelationGetRelationName(index))));
+	meta = (GpusparseMetaData *) PageGetItem(page, PageGetItemId(page, GPUSPARSE_META_OFFNUM));
+	if (meta->magic != GPUSPARSE_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a gpusparse index",
+						RelationGetRelationName(index))));
+	if (meta->version != GPUSPARSE_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gpusparse index \"%s\" has version %u, expected %u",
+						RelationGetRelationName(index), meta->version,
+						GPUSPARSE_VERSION),
+				 errhint("REINDEX the index.")));
+	if (meta->dim > GPUSPARSE_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gpusparse index \"%s\" has a corrupt metapage",
+						RelationGetRelationName(index))));
+	return meta;
+}
+
+/* the index's dimension; 0 while nothing fixed it */
+uint32
+gpusparse_get_dim(Relation index)
+{
+	GpusparseCache *cache = (GpusparseCache *) index->rd_amcache;
+	Buffer		buf;
+	uint32		dim;
+
+	if (cache && cache->relfilenode == index->rd_node.relNode)
+		return cache->dim;
+
+	buf = ReadBuffer(index, GI_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	dim = page_meta(index, BufferGetPage(buf))->dim;
+	UnlockReleaseBuffer(buf);
+
+	/* once fixed it never changes for these pages */
+	if (dim > 0)
+	{
+		cache = MemoryContextAlloc(index->rd_indexcxt, sizeof(GpusparseCache));
+		cache->relfilenode = index->rd_node.relNode;
+		cache->dim = dim;
+		if (index->rd_amcache)
+			pfree(index->rd_amcache);
+		index->rd_amcache = cache;
+	}
+	return dim;
+}
+
+/*
+ * The first row of an index that has no dimension yet fixes it; returns
+ * the dimension the index has afterwards (another backend may have been
+ * first).
+ */
+uint32
+gpusparse_set_dim(Relation index, uint32 dim)
+{
+	Buffer		buf = ReadBuffer(index, GI_METAPAGE_BLKNO);
+	GenericXLogState *state;
+	GpusparseMetaData *meta;
+	uint32		have;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	have = page_meta(index, BufferGetPage(buf))->dim;
+	if (have == 0)
+	{
+		state = GenericXLogStart(index);
+		meta = page_meta(index, GenericXLogRegisterBuffer(state, buf, 0));
+		meta->dim = dim;
+		GenericXLogFinish(state);
+		have = dim;
+	}
+	UnlockReleaseBuffer(buf);
+	return have;
+}
+
+GiListRef
+gpusparse_chain_ref(void)
+{
+	GiListRef	ref;
+
+	ref.blkno = GI_METAPAGE_BLKNO;
+	ref.offnum = GPUSPARSE_HEAD_OFFNUM;
+	return ref;
+}
+
+static GiListRef
+locate_chain(const void *arg, uint32 list)
+{
+	return gpusparse_chain_ref();
+}
+
+/* the index's one chain, as a list directory */
+void
+gpusparse_list_dir(GiListDir *dir)
+{
+	dir->nlists = 1;
+	dir->locate = locate_chain;
+	dir->arg = NULL;
+}
+
+/*
+ * The items of one row: runs of at most GPUSPARSE_ITEM_MAX_NNZ pairs, one
+ * empty item for a row without non-zeros; emit gets each (the item is
+ * reused for the next).
+ */
+void
+gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
+					 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
+					 void *arg)
+{
+	int			per = Min(v->nnz, GPUSPARSE_ITEM_MAX_NNZ);
+	GpusparseTuple item = palloc0(GPUSPARSE_ITEM_SIZE(per));
+	const float4 *values = SPVEC_VALUES(v);
+	int			from = 0;
+
+	do
+	{
+		int			n = Min(per, v->nnz - from);
+
+		item->heaptid = *heaptid;
+		item->nnz = (uint16) n;
+		memcpy(GpusparseTupleTerms(item), v->indices + from, n * sizeof(int32));
+		memcpy(GpusparseTupleWeights(item), values + from, n * sizeof(float4));
+		emit(arg, item, GPUSPARSE_ITEM_SIZE(n));
+		from += n;
+	} while (from < v->nnz);
+	pfree(item);
+}
