@@ -65,16 +65,19 @@ backend_complete(const gi_backend_ops *ops, const char *path, char *why, size_t 
 		snprintf(why, whylen, "the backend in \"%s\" does not implement the store yet", path);
 		return false;
 	}
+	/*
+	 * A kind the backend cannot search does not make it unusable for the
+	 * others: loading a store of that kind is refused with a clear error
+	 * (gi_loading.c), and the log says so now.
+	 */
 	for (int kind = 0; kind < GI_KIND_COUNT; kind++)
 	{
 		const GiServiceKind *sk = gi_kind_get(kind);
 
 		if (sk && (ops->kinds[kind] == NULL || ops->kinds[kind]->search == NULL))
-		{
-			snprintf(why, whylen, "the backend in \"%s\" does not search %s stores",
-					 path, sk->name);
-			return false;
-		}
+			ereport(LOG,
+					(errmsg("gpuindex: the backend in \"%s\" does not search %s stores; indexes of that kind need gpuindex.device = cpu",
+							path, sk->name)));
 	}
 	return true;
 }
