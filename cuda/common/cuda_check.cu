@@ -1,7 +1,8 @@
 /*
  * cuda_check.cu
  *		Test hooks: invariant check of the mirror and of the device against
- *		it, read-back of a list from the device, concurrent mode switch.
+ *		it (key ordinals included), read-back of a list from the device,
+ *		concurrent mode switch.
  *
  * O(size of the store) and full of small copies: for tests only.
  */
@@ -39,12 +40,16 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	std::vector<uint8_t> slab_seen(s->nslabs + 1, 0);
 	std::vector<uint8_t> row_seen(s->row_hwm + 1, 0);
 	std::vector<uint64_t> row_key(s->row_hwm + 1, 0);
+	std::vector<uint32_t> row_kid(s->row_hwm + 1, GI_NIL);
+	std::vector<uint8_t> kid_seen(s->kid_hwm + 1, 0);
+	std::vector<uint64_t> dkid_key(s->kid_hwm + 1, 0);
 	std::vector<uint32_t> dlists(2 * (size_t) s->params.nlists);
 	std::vector<gi_dslab> dslabs(s->nslabs);
 	std::vector<uint32_t> datt(nslots);
 	std::vector<uint32_t> loc_row(nslots, GI_NIL);
 	std::vector<uint32_t> dfree(s->nslabs);
-	std::vector<uint64_t> block(GI_SLAB_RECORDS);
+	/* a slab's keys (u64) and key ordinals (u32) */
+	std::vector<uint64_t> block(GI_SLAB_RECORDS + GI_SLAB_RECORDS / 2);
 	uint64_t	linked = 0;
 	uint64_t	count_sum = 0;
 	uint64_t	live_rows = 0;
@@ -199,15 +204,51 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 		key = s->map[i].key;
 		GI_CK(gi_cu_map_find(s, key) == i, "key %llu at map slot %llu is not found there",
 			  (unsigned long long) key, (unsigned long long) i);
+		GI_CK(s->map[i].kid < s->kid_hwm && !kid_seen[s->map[i].kid],
+			  "key %llu has ordinal %u (high-water mark %u), or shares it",
+			  (unsigned long long) key, s->map[i].kid, s->kid_hwm);
+		kid_seen[s->map[i].kid] = 1;
 		for (row = s->map[i].row1 - 1; row != GI_NIL; row = s->row_next[row])
 		{
 			GI_CK(row < s->row_hwm && row_seen[row] == 1,
 				  "key %llu chains to row %u that is not live", (unsigned long long) key, row);
 			row_seen[row] = 3;
 			row_key[row] = key;
+			row_kid[row] = s->map[i].kid;
 			chained++;
 		}
 	}
+
+	/*
+	 * Key ordinals: live keys and the free and held stacks hold each
+	 * ordinal below the high-water mark exactly once; the device maps a
+	 * live key's ordinal back to the key.
+	 */
+	GI_CK(s->kid_hwm <= s->kid_cap && s->kid_hwm <= s->d_kid_cap &&
+		  s->d_kid_cap >= gi_cu_kid_cap(s->map_cap) && s->kid_cap >= gi_cu_kid_cap(s->map_cap),
+		  "ordinal arrays too small: high-water mark %u, host %llu, device %llu, map %llu",
+		  s->kid_hwm, (unsigned long long) s->kid_cap, (unsigned long long) s->d_kid_cap,
+		  (unsigned long long) s->map_cap);
+	for (i = 0; i < (uint64_t) s->nfree_kids + s->nheld_kids; i++)
+	{
+		uint32_t	kid = i < s->nfree_kids ? s->free_kids[i] : s->held_kids[i - s->nfree_kids];
+
+		GI_CK(kid < s->kid_hwm && !kid_seen[kid], "free ordinal %u is live, pushed twice or beyond %u",
+			  kid, s->kid_hwm);
+		kid_seen[kid] = 2;
+	}
+	GI_CK((uint64_t) s->nfree_kids + s->nheld_kids + s->map_count == s->kid_hwm,
+		  "%llu live keys, %u free and %u held ordinals, high-water mark %u",
+		  (unsigned long long) s->map_count, s->nfree_kids, s->nheld_kids, s->kid_hwm);
+	GI_CK(s->concurrent || s->nheld_kids == 0, "ordinals held outside concurrent mode");
+	GI_CK(gi_cu_download(dkid_key.data(), s->d_kid_key, (size_t) s->kid_hwm * sizeof(uint64_t)),
+		  "download of the ordinal -> key array failed");
+	for (i = 0; i < s->map_cap; i++)
+		if (s->map[i].row1 != 0)
+			GI_CK(dkid_key[s->map[i].kid] == s->map[i].key,
+				  "ordinal %u maps to key %llu on the device, its key is %llu", s->map[i].kid,
+				  (unsigned long long) dkid_key[s->map[i].kid],
+				  (unsigned long long) s->map[i].key);
 	GI_CK(map_used == s->map_count, "map holds %llu keys, count says %llu",
 		  (unsigned long long) map_used, (unsigned long long) s->map_count);
 	GI_CK(chained == s->rows, "key chains reach %llu rows of %llu",
@@ -247,11 +288,12 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	else
 		GI_CK(s->pair_cap == 0 && s->pairs == NULL, "a pair map without GI_KEYS_PER_LIST");
 
-	/* per-slot keys on the device: the key of the row living there */
+	/* per-slot keys and ordinals on the device: those of the row living there */
 	for (i = 0; i < s->slab_hwm; i++)
 	{
 		uint32_t	bits = s->slabs[i].bitmap;
 		const uint64_t *keys = block.data();
+		const uint32_t *kids = (const uint32_t *) (keys + GI_SLAB_RECORDS);
 
 		if (bits == 0)
 			continue;
@@ -271,6 +313,8 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 			GI_CK(keys[slot] == row_key[row], "slab %llu slot %u: device key %llu, expected %llu",
 				  (unsigned long long) i, slot, (unsigned long long) keys[slot],
 				  (unsigned long long) row_key[row]);
+			GI_CK(kids[slot] == row_kid[row], "slab %llu slot %u: device key ordinal %u, expected %u",
+				  (unsigned long long) i, slot, kids[slot], row_kid[row]);
 		}
 	}
 	return true;

@@ -79,6 +79,7 @@ gi_cu_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 	st = gi_cu_mutation_begin(s);
 	if (st != GI_OK)
 		return st;
+	s->gen++;
 
 	t0 = gi_cu_now_ns();
 	st = gi_cu_plan_delete(s, n, keys, &done);

@@ -7,9 +7,9 @@
  * stream: header links, list counts and free-stack entries; then list
  * heads (a reader that follows a new head finds its links already set);
  * then the records, one warp per record: the payload read coalesced from
- * the upload arena and written into the slab's interleaved layout, key and
- * ATT entry, __threadfence(), and only then the validity bit (atomicOr)
- * and the count.  A search running concurrently on another stream trusts
+ * the upload arena and written into the slab's interleaved layout, key,
+ * key ordinal (and the ordinal's key) and ATT entry, __threadfence(), and
+ * only then the validity bit (atomicOr) and the count.  A search running concurrently on another stream trusts
  * only the bit, so it never sees a half-written record.
  *
  * Chunks are pipelined over two pinned upload arenas (payload, plan and
@@ -44,7 +44,7 @@
 __global__ void
 gi_k_insert(const gi_cu_plan *__restrict__ plan, uint32_t n,
 			const uint32_t *__restrict__ stage, uint32_t W,
-			gi_dslab *slabs, uint32_t *att)
+			gi_dslab *slabs, uint32_t *att, uint64_t *kid_key)
 {
 	const uint32_t lane = threadIdx.x & 31;
 	uint32_t	w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -76,7 +76,11 @@ gi_k_insert(const gi_cu_plan *__restrict__ plan, uint32_t n,
 			data[(size_t) j * GI_SLAB_RECORDS + slot] = src[j];
 		if (lane == 0)
 		{
-			((uint64_t *) (data + (size_t) GI_SLAB_RECORDS * W))[slot] = p.key;
+			uint64_t   *keys = (uint64_t *) (data + (size_t) GI_SLAB_RECORDS * W);
+
+			keys[slot] = p.key;
+			((uint32_t *) (keys + GI_SLAB_RECORDS))[slot] = p.kid;
+			kid_key[p.kid] = p.key;
 			att[p.row] = p.loc;
 		}
 		/* everything above is visible device-wide before the bit is */
@@ -151,7 +155,7 @@ gi_cu_insert_ship(gi_store *s, int b, uint32_t nsrc, size_t poff, size_t room)
 
 		gi_k_insert<<<blocks < most ? blocks : most, 256, 0, s->ms>>>(
 			(const gi_cu_plan *) (da + poff), s->nplan, (const uint32_t *) da,
-			s->words, s->d_slabs, s->d_att);
+			s->words, s->d_slabs, s->d_att, s->d_kid_key);
 	}
 	GI_CU_TRY(cudaGetLastError());
 	GI_CU_TRY(cudaEventRecord(s->ev_up[b], s->ms));
@@ -208,6 +212,7 @@ gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 	st = gi_cu_mutation_begin(s);
 	if (st != GI_OK)
 		return st;
+	s->gen++;
 
 	s->dev_ms = 0.0;
 	rb = s->params.record_bytes;

@@ -88,6 +88,11 @@ gi_cu_map_release(gi_cu_mapent *m, size_t mapped)
 void
 gi_cu_map_free(gi_store *s)
 {
+	free(s->free_kids);
+	free(s->held_kids);
+	s->free_kids = NULL;
+	s->held_kids = NULL;
+	s->kid_cap = 0;
 	gi_cu_map_release(s->map, s->map_bytes);
 	s->map = NULL;
 	s->map_bytes = 0;
@@ -99,7 +104,7 @@ gi_cu_map_free(gi_store *s)
 }
 
 void
-gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row)
+gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row, uint32_t kid)
 {
 	uint64_t	mask = cap - 1;
 	uint64_t	i = gi_cu_hash(key) & mask;
@@ -108,6 +113,7 @@ gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row)
 		i = (i + 1) & mask;
 	m[i].key = key;
 	m[i].row1 = row + 1;
+	m[i].kid = kid;
 }
 
 void
@@ -133,7 +139,43 @@ gi_cu_map_remove(gi_store *s, uint64_t i)
 	}
 	m[i].row1 = 0;
 	m[i].key = 0;
+	m[i].kid = 0;
 	s->map_count--;
+}
+
+/*
+ * Room for the key ordinals a map of map_cap entries can hold: the host's
+ * free and held stacks here, the device's ordinal -> key array through the
+ * store's hook.  Extra capacity after a failure is harmless.
+ */
+static gi_status
+gi_cu_kids_reserve(gi_store *s, uint64_t map_cap)
+{
+	uint64_t	cap = gi_cu_kid_cap(map_cap);
+	uint32_t   *f;
+	uint32_t   *h;
+
+	if (cap > s->kid_cap)
+	{
+		if (cap > SIZE_MAX / sizeof(uint32_t))
+		{
+			gi_cu_set_error("%llu key ordinals are too many", (unsigned long long) cap);
+			return GI_ERR_NOMEM;
+		}
+		f = (uint32_t *) realloc(s->free_kids, (size_t) cap * sizeof(uint32_t));
+		if (f != NULL)
+			s->free_kids = f;
+		h = (uint32_t *) realloc(s->held_kids, (size_t) cap * sizeof(uint32_t));
+		if (h != NULL)
+			s->held_kids = h;
+		if (f == NULL || h == NULL)
+		{
+			gi_cu_set_error("out of memory for %llu key ordinals", (unsigned long long) cap);
+			return GI_ERR_NOMEM;
+		}
+		s->kid_cap = cap;
+	}
+	return s->grow_kids ? s->grow_kids(s, map_cap) : GI_OK;
 }
 
 gi_status
@@ -158,6 +200,15 @@ gi_cu_map_resize(gi_store *s, uint64_t newcap)
 		gi_cu_set_error("out of memory growing the key map to %llu entries",
 						(unsigned long long) newcap);
 		return GI_ERR_NOMEM;
+	}
+	{
+		gi_status	st = gi_cu_kids_reserve(s, newcap);
+
+		if (st != GI_OK)
+		{
+			gi_cu_map_release(m, mapped);
+			return st;
+		}
 	}
 	gi_cu_map_rehash(s->map, s->map_cap, s->map_count, m, newcap);
 	gi_cu_map_release(s->map, s->map_bytes);

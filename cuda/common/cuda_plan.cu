@@ -47,10 +47,11 @@
 /*
  * Bytes a store holds with a pool of nslabs slabs and a key map of map_cap
  * entries: the device side (list heads and counts; per slab the header,
- * the free-stack entry and the data block with its keys; per slot the
- * 32-bit ATT entry) plus the host side (mirror headers, dirty marks,
- * stacks, per-row ATT mirror, key chains and free rows, the key map, the
- * pair map as it is now).
+ * the free-stack entry and the data block with its keys and key ordinals;
+ * per slot the 32-bit ATT entry; the ordinal -> key array sized from the
+ * map) plus the host side (mirror headers, dirty marks, stacks, per-row
+ * ATT mirror, key chains and free rows, the key map, the free ordinals,
+ * the pair map as it is now).
  * The single formula behind both the statistics and the memory limit, so
  * they can never disagree.  Search scratch and the upload arenas are
  * transient and not counted.  gi_cu_device_bytes() (cuda_store.cu) counts
@@ -66,10 +67,14 @@ gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
 	uint64_t	per_list = 2 * sizeof(uint32_t)		/* device head, rows */
 		+ 3 * sizeof(uint32_t) + 1;		/* mirror head, rows, dirty */
 
+	/* key ordinals: ordinal -> key on the device, free and held stacks */
+	uint64_t	per_kid = sizeof(uint64_t) + 2 * sizeof(uint32_t);
+
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * per_list
 		+ nslabs * (dev_slab + host_slab)
 		+ map_cap * sizeof(gi_cu_mapent)
+		+ gi_cu_kid_cap(map_cap) * per_kid
 		+ s->pair_cap * sizeof(gi_cu_pairent);
 }
 
@@ -374,6 +379,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 		uint32_t	slot;
 		uint32_t	row;
 		uint32_t	loc;
+		uint32_t	kid;
 		gi_mslab   *h;
 		gi_cu_mapent *m;
 
@@ -415,7 +421,9 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			if (st != GI_OK)
 				break;
 		}
-		if (!found && !gi_cu_map_has_room(s))
+		/* held ordinals (concurrent mode) can outrun the live keys: grow too */
+		if (!found && (!gi_cu_map_has_room(s) ||
+					   (s->nfree_kids == 0 && s->kid_hwm + 1 >= gi_cu_kid_cap(s->map_cap))))
 		{
 			st = gi_cu_map_resize(s, s->map_cap * 2);
 			if (st != GI_OK)
@@ -451,13 +459,17 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 		gi_cu_mark_list(s, list);
 		if (!found)
 		{
+			/* a new key takes an ordinal: live keys fit the map, so one is free */
+			kid = s->nfree_kids > 0 ? s->free_kids[--s->nfree_kids] : s->kid_hwm++;
 			s->row_next[row] = GI_NIL;
 			m[mi].key = key;
 			m[mi].row1 = row + 1;
+			m[mi].kid = kid;
 			s->map_count++;
 		}
 		else
 		{
+			kid = m[mi].kid;
 			s->row_next[row] = m[mi].row1 - 1;
 			m[mi].row1 = row + 1;
 		}
@@ -468,7 +480,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 		plan[np].src = r - from;
 		plan[np].loc = loc;
 		plan[np].row = row;
-		plan[np].pad = 0;
+		plan[np].kid = kid;
 		np++;
 		ndone++;
 	}
@@ -667,6 +679,11 @@ gi_cu_plan_delete(gi_store *s, uint32_t n, const uint64_t *keys, uint64_t *done)
 			ndone++;
 			row = next;
 		}
+		/* the ordinal is reused last-in first-out; held while searches may run */
+		if (s->concurrent)
+			s->held_kids[s->nheld_kids++] = m[mi].kid;
+		else
+			s->free_kids[s->nfree_kids++] = m[mi].kid;
 		gi_cu_map_remove(s, mi);
 	}
 	s->rows -= ndone;
@@ -941,6 +958,7 @@ gi_cu_rehash_part(void *arg, uint32_t k)
 											__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			{
 				j->m[h].key = key;
+				j->m[h].kid = j->old[i].kid;
 				break;
 			}
 		}
@@ -1026,5 +1044,5 @@ gi_cu_map_rehash(const gi_cu_mapent *old, uint64_t oldcap, uint64_t count,
 	}
 	for (i = 0; i < oldcap; i++)
 		if (old[i].row1 != 0)
-			gi_cu_map_put(m, cap, old[i].key, old[i].row1 - 1);
+			gi_cu_map_put(m, cap, old[i].key, old[i].row1 - 1, old[i].kid);
 }

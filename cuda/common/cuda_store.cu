@@ -24,8 +24,9 @@
 
 /*
  * Device bytes a store holds now: list heads and counts, per slab the
- * header, the free-stack entry and the data block (payload and keys), per
- * slot the ATT entry, and the error flags.  What the benchmark reports as
+ * header, the free-stack entry and the data block (payload, keys, key
+ * ordinals), per slot the ATT entry, the ordinal -> key array, and the
+ * error flags.  What the benchmark reports as
  * the device's memory overhead over the raw vectors; search scratch and
  * the upload arenas are transient and not counted (as in the limit).
  */
@@ -35,6 +36,7 @@ gi_cu_device_bytes(const gi_store *s)
 	return (uint64_t) s->params.nlists * 2 * sizeof(uint32_t)
 		+ (uint64_t) s->nslabs * (sizeof(gi_dslab) + sizeof(uint32_t) + s->slab_bytes
 								  + (uint64_t) GI_SLAB_RECORDS * sizeof(uint32_t))
+		+ s->d_kid_cap * sizeof(uint64_t)
 		+ 4 * sizeof(uint32_t);
 }
 
@@ -269,6 +271,10 @@ gi_cu_quiesce(gi_store *s)
 	uint32_t	nfirst;
 	gi_status	st;
 
+	/* ordinals of keys deleted meanwhile, in the order they were freed */
+	for (i = 0; i < s->nheld_kids; i++)
+		s->free_kids[s->nfree_kids++] = s->held_kids[i];
+	s->nheld_kids = 0;
 	if (s->nheld == 0 && s->npending == 0)
 		return GI_OK;
 	for (i = 0; i < s->nheld; i++)
@@ -525,6 +531,63 @@ fail:
 	return st;
 }
 
+/*
+ * The device's ordinal -> key array for a key map of map_cap entries
+ * (the key map's resize calls this through s->grow_kids before it
+ * rehashes): allocated, the used part copied and the old array freed in
+ * stream order on the mutation stream, like the pool's metadata; searches
+ * wait for the copy.  A failure leaves the old array in place.
+ */
+gi_status
+gi_cu_grow_kids(gi_store *s, uint64_t map_cap)
+{
+	uint64_t	cap = gi_cu_kid_cap(map_cap);
+	uint64_t   *d = NULL;
+	cudaError_t err;
+
+	if (cap <= s->d_kid_cap)
+		return GI_OK;
+	if (s->ev_grow == NULL)
+		GI_CU_TRY(cudaEventCreateWithFlags(&s->ev_grow, cudaEventDisableTiming));
+	err = cudaMallocAsync((void **) &d, cap * sizeof(uint64_t), s->ms);
+	if (err != cudaSuccess)
+	{
+		cudaGetLastError();
+		if (err == cudaErrorMemoryAllocation)
+		{
+			gi_cu_set_error("cudaMalloc failed growing the key ordinals to %llu entries: out of device memory",
+							(unsigned long long) cap);
+			return GI_ERR_NOMEM;
+		}
+		return gi_cu_status(err, "cudaMallocAsync");
+	}
+	err = cudaSuccess;
+	if (s->kid_hwm > 0)
+		err = cudaMemcpyAsync(d, s->d_kid_key, (size_t) s->kid_hwm * sizeof(uint64_t),
+							  cudaMemcpyDeviceToDevice, s->ms);
+	if (err == cudaSuccess)
+		err = cudaEventRecord(s->ev_grow, s->ms);
+	if (err != cudaSuccess)
+	{
+		gi_cu_status(err, "growing the key ordinals");
+		cudaStreamSynchronize(s->ms);
+		cudaFreeAsync(d, s->ms);
+		return gi_cu_broken(s, GI_ERR_DEVICE);
+	}
+	{
+		std::lock_guard<std::mutex> guard(s->mu);
+
+		err = cudaStreamWaitEvent(s->ss, s->ev_grow, 0);
+		if (s->d_kid_key)
+			cudaFreeAsync(s->d_kid_key, s->ms);
+		s->d_kid_key = d;
+		s->d_kid_cap = cap;
+	}
+	if (err != cudaSuccess)
+		return gi_cu_broken(s, gi_cu_status(err, "cudaStreamWaitEvent"));
+	return GI_OK;
+}
+
 /* ---- create / destroy ---------------------------------------------------- */
 
 void
@@ -552,6 +615,8 @@ gi_cu_store_destroy(gi_store *s)
 		cudaFreeAsync(s->d_att, s->ms);
 	if (s->ms && s->d_free)
 		cudaFreeAsync(s->d_free, s->ms);
+	if (s->ms && s->d_kid_key)
+		cudaFreeAsync(s->d_kid_key, s->ms);
 	if (s->ms)
 		cudaStreamSynchronize(s->ms);
 	if (s->ev_grow)
@@ -644,8 +709,10 @@ gi_cu_store_create(const gi_store_params *params, gi_store **out)
 	if (s->params.chunk_slabs == 0)
 		s->params.chunk_slabs = GI_CU_DEFAULT_CHUNK_SLABS;
 	s->words = params->record_bytes / 4;
-	/* payload words, then the 32 keys (u64) */
-	s->slab_bytes = (size_t) GI_SLAB_RECORDS * (params->record_bytes + sizeof(uint64_t));
+	/* payload words, then the 32 keys (u64), then the 32 key ordinals */
+	s->slab_bytes = (size_t) GI_SLAB_RECORDS *
+		(params->record_bytes + sizeof(uint64_t) + sizeof(uint32_t));
+	s->grow_kids = gi_cu_grow_kids;
 
 	need = gi_cu_bytes_for(s, 0, GI_CU_MAP_INITIAL);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)

@@ -28,7 +28,7 @@ struct gi_dslab
 	uint32_t	count;			/* live records */
 	uint32_t	bitmap;			/* validity: the only thing readers trust */
 	uint32_t	pad;
-	uint32_t   *data;			/* payload[32*W] | keys[32] (u64) | rows[32] */
+	uint32_t   *data;			/* payload[32*W] | keys[32] (u64) | kids[32] (u32) */
 };
 
 /* host mirror of a slab header */
@@ -64,7 +64,7 @@ struct gi_cu_plan
 	uint32_t	src;			/* record index inside the uploaded chunk */
 	uint32_t	loc;			/* slab * 32 + slot */
 	uint32_t	row;
-	uint32_t	pad;
+	uint32_t	kid;			/* the key's ordinal */
 };
 
 /* one key map entry: row1 = first row of the key + 1, 0 = empty */
@@ -72,8 +72,21 @@ struct gi_cu_mapent
 {
 	uint64_t	key;
 	uint32_t	row1;
-	uint32_t	pad;
+	uint32_t	kid;			/* the key's ordinal */
 };
+
+/*
+ * Key ordinals: every live key has one in [0, kid_hwm), stored in each of
+ * its slots on the device and in its key map entry, mapped back to the key
+ * by d_kid_key; freed when the key is deleted and reused last-in first-out
+ * (as the host store does).  Live keys never exceed 2/3 of the key map's
+ * capacity, so the ordinal arrays are sized from it and grow with it.
+ */
+static inline uint64_t
+gi_cu_kid_cap(uint64_t map_cap)
+{
+	return map_cap * 2 / 3 + 1;
+}
 
 /* one pair map entry (GI_KEYS_PER_LIST): row1 = the pair's row + 1, 0 = empty */
 struct gi_cu_pairent
@@ -128,6 +141,7 @@ struct gi_cu_hbuf
 #define GI_CU_FLAG_CHAIN	1u		/* a slab chain was longer than the pool */
 #define GI_CU_FLAG_ATT		2u		/* delete found a row with no ATT entry */
 #define GI_CU_FLAG_OVERFLOW 4u		/* more candidates than counted (retry) */
+#define GI_CU_FLAG_DIR		8u		/* a linked slab names a list out of range */
 
 struct gi_store
 {
@@ -180,12 +194,23 @@ struct gi_store
 	uint64_t	slabs_used;
 	uint64_t	inserts;
 	uint64_t	deletes;
+	uint64_t	gen;			/* mutation calls so far (search caches) */
+
+	/* key ordinals: free stack, and those held back in concurrent mode */
+	uint32_t	kid_hwm;		/* ordinals >= kid_hwm have never been used */
+	uint32_t	nfree_kids;
+	uint32_t	nheld_kids;
+	uint64_t	kid_cap;		/* room in free_kids and held_kids */
+	uint32_t   *free_kids;
+	uint32_t   *held_kids;
 
 	/* ---- device ---- */
 	uint32_t   *d_lists;		/* [2*nlists]: head, rows */
 	gi_dslab   *d_slabs;		/* [nslabs] */
 	uint32_t   *d_att;			/* [nslabs*32] row -> slab * 32 + slot */
 	uint32_t   *d_free;			/* [nslabs] */
+	uint64_t   *d_kid_key;		/* [d_kid_cap] ordinal -> key */
+	uint64_t	d_kid_cap;
 	void	  **chunks;			/* data blocks, one per growth */
 	uint32_t	nchunks;
 	uint32_t	chunks_cap;
@@ -225,6 +250,13 @@ struct gi_store
 
 	gi_device  *dev;			/* where it lives (params.device resolved) */
 
+	/*
+	 * Device side of a key map growth: d_kid_key to gi_cu_kid_cap(map_cap)
+	 * entries (gi_cu_grow_kids); NULL where there is no device (the
+	 * planning benchmark).
+	 */
+	gi_status	(*grow_kids) (gi_store *s, uint64_t map_cap);
+
 	/* (key, list) -> row, kept with GI_KEYS_PER_LIST only (else cap 0) */
 	uint64_t	pair_cap;
 	uint64_t	pair_count;
@@ -248,6 +280,7 @@ extern gi_status gi_cu_store_stats(gi_store *s, gi_store_stats *out);
 extern void gi_cu_store_set_limit(gi_store *s, uint64_t limit);
 extern uint64_t gi_cu_device_bytes(const gi_store *s);
 extern gi_status gi_cu_grow_pool(gi_store *s);
+extern gi_status gi_cu_grow_kids(gi_store *s, uint64_t map_cap);
 extern gi_status gi_cu_buf_reserve(gi_cu_buf *b, size_t bytes);
 extern void gi_cu_buf_free(gi_cu_buf *b);
 extern gi_status gi_cu_pinned_reserve(gi_cu_pinned *b, size_t bytes);
@@ -360,7 +393,8 @@ gi_cu_map_has_room(const gi_store *s)
 	return (s->map_count + 1) * 3 <= s->map_cap * 2;
 }
 
-extern void gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row);
+extern void gi_cu_map_put(gi_cu_mapent *m, uint64_t cap, uint64_t key, uint32_t row,
+						  uint32_t kid);
 extern void gi_cu_map_remove(gi_store *s, uint64_t i);
 extern gi_status gi_cu_map_resize(gi_store *s, uint64_t newcap);
 extern gi_status gi_cu_map_reserve(gi_store *s, uint64_t keys);

@@ -2,7 +2,8 @@
  * cuda_walk.cuh
  *		Reading the slab lists on the device, for every kind's scan
  *		kernels: list heads and row counts, a slab's next link, validity
- *		bitmap, data block, a slot's key and its word-interleaved payload;
+ *		bitmap, data block, a slot's key, key ordinal and word-interleaved
+ *		payload;
  *		and the walks of slab chains into a shared-memory queue (block-wide,
  *		one chain per thread, or one thread ahead on one chain).
  *
@@ -48,7 +49,7 @@ gi_slab_bitmap(const gi_dslab *slabs, uint32_t slab)
 	return gi_ld_acquire(&slabs[slab].bitmap);
 }
 
-/* the slab's data block: payload[32 * W] | keys[32] (u64); read after the bitmap */
+/* the slab's data block: payload[32 * W] | keys[32] (u64) | kids[32]; read after the bitmap */
 __device__ __forceinline__ const uint32_t *
 gi_slab_data(const gi_dslab *slabs, uint32_t slab)
 {
@@ -79,6 +80,13 @@ __device__ __forceinline__ uint64_t
 gi_slot_key(const uint32_t *data, uint32_t W, uint32_t slot)
 {
 	return __ldcg((const unsigned long long *) (data + (size_t) GI_SLAB_RECORDS * W) + slot);
+}
+
+/* the 32 key ordinals of a slab whose records have W words (after the keys) */
+__device__ __forceinline__ const uint32_t *
+gi_slab_kids(const uint32_t *data, uint32_t W)
+{
+	return data + (size_t) GI_SLAB_RECORDS * W + 2 * GI_SLAB_RECORDS;
 }
 
 /* ---- chain walks ----------------------------------------------------------- */

@@ -19,7 +19,8 @@ extern "C"
  * Download the device structures and verify every invariant: the host
  * mirror's own (lists, free stacks, ATT, key chains, totals, as the host
  * store's gi_host_store_check does) and device == mirror (list heads and
- * counts, headers, bitmaps, ATT, free stack, per-slot keys of the live rows).
+ * counts, headers, bitmaps, ATT, free stack, per-slot keys and key ordinals
+ * of the live rows, the ordinal -> key array, the free ordinals).
  * True when all hold; otherwise false with a description in err.
  */
 typedef bool (*gi_cuda_store_check_fn) (gi_store *store, char *err, size_t errlen);
@@ -103,6 +104,29 @@ typedef gi_status (*gi_cuda_store_profile_fn) (gi_store *store, double *out, uin
  */
 typedef void (*gi_cuda_set_copy_threads_fn) (int n);
 #define GI_CUDA_SET_COPY_THREADS "gi_cuda_set_copy_threads"
+
+/*
+ * Sparse kind: the device scratch budget of a search in bytes (0: the
+ * default, min(1 GiB, half the free device memory)).  Tests set it small
+ * so that a search runs in several sub-batches of queries and ranges of
+ * key ordinals.  Process-wide.
+ */
+typedef void (*gi_cuda_sparse_set_budget_fn) (size_t bytes);
+#define GI_CUDA_SPARSE_SET_BUDGET "gi_cuda_sparse_set_budget"
+
+/*
+ * Sparse kind: what the store's last search did.  on = 1 times the phases
+ * (a synchronisation between them), 0 stops, -1 leaves it (process-wide).
+ * out[0] the method (1 term-parallel, 2 document-parallel), [1] query
+ * sub-batches, [2] ordinal ranges, [3] postings the term path scatters
+ * (over the queries' terms, the lists' live records), [4] postings of the
+ * union of the batch's terms, [5] directory build ms, [6] scoring ms,
+ * [7] candidates, selection and ordering ms, [8] the whole search ms.
+ */
+#define GI_CUDA_SPARSE_PROFILE_N 9
+typedef gi_status (*gi_cuda_sparse_profile_fn) (gi_store *store, int on, double *out,
+												uint32_t nout);
+#define GI_CUDA_SPARSE_PROFILE "gi_cuda_sparse_profile"
 
 #ifdef __cplusplus
 }

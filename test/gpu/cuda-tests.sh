@@ -1,7 +1,7 @@
 #!/bin/bash
 # The CUDA backend's own tests on a GPU host (no PostgreSQL needed):
 # the differential test against the host backend (harness.c and one
-# test_*.c per store kind: store, IVF, posting lists, k-means),
+# test_*.c per store kind: store, IVF, posting lists, k-means, sparse),
 # then the same under compute-sanitizer memcheck and racecheck (shorter
 # runs: the sanitizers slow kernels down by 10-100x).
 #
@@ -57,6 +57,10 @@ if command -v compute-sanitizer >/dev/null; then
 	# k-means: block scans and reductions of the k-means++ pick, the update
 	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-kmeans "$t_race" env GI_TEST_SCALE=0.05 \
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "k-means"
+	# sparse: both scoring kernels (the document path's shared tile), the
+	# select's block scans, the block bitonic sort, on exact ties
+	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-sparse "$t_race" env GI_TEST_SCALE=0.02 \
+		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "sparse: exact ties"
 else
 	summary+="sanitizers: compute-sanitizer not found, skipped"$'\n'
 fi

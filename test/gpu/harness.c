@@ -44,6 +44,8 @@ gi_cuda_store_set_concurrent_fn cu_set_concurrent;
 gi_cuda_store_set_insert_chunk_fn cu_set_chunk;
 gi_cuda_fail_alloc_after_fn cu_fail;
 gi_cuda_set_copy_threads_fn cu_copy_threads;
+gi_cuda_sparse_set_budget_fn cu_sparse_budget;
+gi_cuda_sparse_profile_fn cu_sparse_profile;
 
 int			checks_failed;
 static int	printed;
@@ -544,6 +546,8 @@ load_module(const char *path)
 	cu_set_chunk = (gi_cuda_store_set_insert_chunk_fn) dlsym(handle, GI_CUDA_STORE_SET_INSERT_CHUNK);
 	cu_fail = (gi_cuda_fail_alloc_after_fn) dlsym(handle, GI_CUDA_FAIL_ALLOC_AFTER);
 	cu_copy_threads = (gi_cuda_set_copy_threads_fn) dlsym(handle, GI_CUDA_SET_COPY_THREADS);
+	cu_sparse_budget = (gi_cuda_sparse_set_budget_fn) dlsym(handle, GI_CUDA_SPARSE_SET_BUDGET);
+	cu_sparse_profile = (gi_cuda_sparse_profile_fn) dlsym(handle, GI_CUDA_SPARSE_PROFILE);
 	if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||
 		!(C = entry()))
 	{
@@ -614,7 +618,8 @@ main(int argc, char **argv)
 	const char *only = argc > 2 ? argv[2] : NULL;
 	const char *sc = getenv("GI_TEST_SCALE");
 	bool		no_oom = getenv("GI_TEST_NO_OOM") != NULL;
-	const test_suite *suites[] = {&store_suite, &ivf_suite, &postings_suite, &kmeans_suite};
+	const test_suite *suites[] = {&store_suite, &ivf_suite, &postings_suite, &kmeans_suite,
+		&sparse_suite};
 	size_t		i;
 
 	if (sc)

@@ -35,6 +35,8 @@ extern gi_cuda_store_set_concurrent_fn cu_set_concurrent;
 extern gi_cuda_store_set_insert_chunk_fn cu_set_chunk;
 extern gi_cuda_fail_alloc_after_fn cu_fail;
 extern gi_cuda_set_copy_threads_fn cu_copy_threads;	/* may be NULL */
+extern gi_cuda_sparse_set_budget_fn cu_sparse_budget;	/* may be NULL */
+extern gi_cuda_sparse_profile_fn cu_sparse_profile;	/* may be NULL */
 
 /* ---- checks ---- */
 
@@ -167,6 +169,7 @@ extern const test_suite store_suite;
 extern const test_suite ivf_suite;
 extern const test_suite postings_suite;
 extern const test_suite kmeans_suite;
+extern const test_suite sparse_suite;
 
 /*
  * The IVF kind of the harness (test_ivf.c), for the store tests that

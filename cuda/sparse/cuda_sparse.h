@@ -1,0 +1,159 @@
+/*
+ * cuda_sparse.h
+ *		The sparse kind of the CUDA backend (layouts and scores in
+ *		gi_kind_sparse.h): what it keeps per store and the entry points
+ *		between its files: cuda_sparse.cu (the kind's entries, planning of
+ *		a search, the chooser), cuda_sparse_term.cu (term-parallel
+ *		scatter-add), cuda_sparse_doc.cu (document-parallel scoring),
+ *		cuda_sparse_topk.cu (candidates, exact selection, ordered hits).
+ *
+ * Both scoring kernels leave the same thing behind: for a sub-batch of
+ * nsub queries and a range of key ordinals [lo, lo + rlen), a dense array
+ * acc[q * span + r] of double scores, where an ordinal the query did not
+ * touch holds -0.0 (a touched one never does: see cuda/README.md).  The
+ * top-k stage reads only that.
+ */
+#ifndef GI_CUDA_SPARSE_H
+#define GI_CUDA_SPARSE_H
+
+#include "cuda_slabdir.h"
+#include "cuda_store.h"
+#include "gi_cuda_test.h"
+#include "gi_kind_sparse.h"
+
+/* slabs one warp takes in one step of a list (scatter, index build) */
+#define GI_SP_CHUNK 8
+
+/* the bit pattern of -0.0: "not touched" in the accumulators */
+#define GI_SP_UNTOUCHED 0x8000000000000000ull
+
+/* digits of the 96-bit (distance, key) radix select: at most 2^11 bins */
+#define GI_SP_BINS 2048
+
+/*
+ * One list to walk: q is the query inside the sub-batch (term path) or
+ * the union term (document path), the list's slabs are dir[beg, beg + n),
+ * w the query's weight for the term (term path).
+ */
+struct gi_sp_unit
+{
+	uint32_t	q;
+	uint32_t	beg;
+	uint32_t	n;
+	float		w;
+};
+
+/* one query's state in the radix select */
+struct gi_sp_sel
+{
+	uint32_t	need;			/* still to take among those matching the prefix */
+	uint32_t	done;			/* every element matching the prefix is taken */
+	uint32_t	dmask;			/* distance bits resolved */
+	uint32_t	pd;				/* their value */
+	uint64_t	kmask;			/* key bits resolved */
+	uint64_t	pk;
+};
+
+struct gi_cu_sparse
+{
+	uint32_t	dim;			/* == the store's nlists */
+	gi_cu_slabdir dir;
+
+	/* scratch of a search (device) */
+	gi_cu_buf	s_up;			/* units, chunk prefix, query weights and masks */
+	gi_cu_buf	s_acc;			/* nsub x span double scores */
+	gi_cu_buf	s_cd;			/* candidates: ordered distance (u32) */
+	gi_cu_buf	s_ck;			/* candidates: key (u64) */
+	gi_cu_buf	s_xd;			/* per-range winners (several ranges) */
+	gi_cu_buf	s_xk;
+	gi_cu_buf	s_fd;			/* the selected k of each query */
+	gi_cu_buf	s_fk;
+	gi_cu_buf	s_gd;			/* sort buffers (k beyond the block sort) */
+	gi_cu_buf	s_gk;
+	gi_cu_buf	s_cnt;			/* counts: candidates, winners, selected */
+	gi_cu_buf	s_beg;			/* segment offsets of the sorts */
+	gi_cu_buf	s_sel;			/* gi_sp_sel per query */
+	gi_cu_buf	s_hist;			/* GI_SP_BINS per query */
+	gi_cu_buf	s_thr;			/* per query: the prefilter's first-digit bound */
+	gi_cu_buf	s_tmp;			/* CUB scratch */
+	gi_cu_buf	s_hits;			/* nsub x kf gi_hit */
+	gi_cu_buf	s_fcnt;			/* document path: entries per ordinal */
+	gi_cu_buf	s_foff;			/* document path: first entry per ordinal */
+	gi_cu_buf	s_fwd;			/* document path: (union term, weight) entries */
+	gi_cu_pinned p_up;
+	gi_cu_pinned p_res;
+	gi_cu_hbuf	h_q;			/* per query: offset into the caller's bytes */
+	gi_cu_hbuf	h_hash;			/* union of terms: open addressing */
+	gi_cu_hbuf	h_foff;			/* document path: offsets for range splits */
+
+	/* the last search, for the benchmark hook */
+	double		prof[GI_CUDA_SPARSE_PROFILE_N];
+};
+
+/* ---- cuda_sparse.cu: the kind's entries (kinds[GI_KIND_SPARSE]) ---- */
+extern const gi_kind_ops gi_cu_sparse_kind;
+
+/* ---- cuda_sparse_term.cu ---- */
+
+/*
+ * Term-parallel scores of one range for the sub-batch: acc (nsub rows of
+ * span) set to -0.0, then every (query, term) unit's slabs scattered into
+ * the query's row with double atomics.  units/prefix are on the device;
+ * prefix[u] is the first chunk (GI_SP_CHUNK slabs) of unit u, prefix[nu]
+ * the total.
+ */
+extern gi_status gi_cu_sp_term_score(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
+									 const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
+									 uint32_t nsub, uint32_t lo, uint32_t rlen, uint32_t span,
+									 double *acc);
+
+/* ---- cuda_sparse_doc.cu ---- */
+
+/*
+ * Document-parallel scores of one range for the sub-batch: the union
+ * terms' postings with an ordinal in the range are sorted by ordinal
+ * (a forward index of at most fwd_bytes, split into sub-ranges when
+ * larger), then one warp scores 32 documents for 32 queries, a lane per
+ * query, with the queries' weights of the union terms qw[u * npad + q]
+ * and presence bits pm[u * groups + q / 32].  Every entry of acc's rows
+ * is written.
+ */
+extern gi_status gi_cu_sp_doc_score(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
+									const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
+									const float *qw, const uint32_t *pm, uint32_t npad,
+									uint32_t nsub, uint32_t lo, uint32_t rlen, uint32_t span,
+									size_t fwd_bytes, double *acc);
+
+/* ---- cuda_sparse_topk.cu ---- */
+
+/*
+ * The touched ordinals of acc (nsub rows of span, rlen used, ordinals
+ * from lo) that can be among a row's k best, as candidates (ordered
+ * distance, key) at cd/ck[q * span ...], their number in cnt[q] (zeroed
+ * here): at least min(k, touched), all of the k best among them.
+ */
+extern gi_status gi_cu_sp_compact(gi_store *s, gi_cu_sparse *sp, const double *acc,
+								  uint32_t nsub, uint32_t lo, uint32_t rlen, uint32_t span,
+								  uint32_t k, uint32_t *cd, uint64_t *ck, uint32_t *cnt);
+
+/*
+ * Exact selection: for each of nsub queries the min(k, cnt[q]) best
+ * candidates by (distance, key) among src[q * sstride, + cnt[q]) are
+ * appended, in no order, to dst[q * dstride + dcnt[q] ...] (dcnt[q]
+ * grows by as many).  cap bounds every cnt[q].
+ */
+extern gi_status gi_cu_sp_select(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t k,
+								 const uint32_t *sd, const uint64_t *sk, size_t sstride,
+								 const uint32_t *scnt, uint32_t cap, uint32_t *dd,
+								 uint64_t *dk, size_t dstride, uint32_t *dcnt);
+
+/*
+ * Order each query's selected candidates (dd/dk[q * kf, + dcnt[q])) by
+ * (distance, key) and write them as hits[q * kf + r] and found[q] =
+ * dcnt[q]; hits beyond found are left alone.
+ */
+extern gi_status gi_cu_sp_order(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf,
+								uint32_t *dd, uint64_t *dk, const uint32_t *dcnt,
+								gi_hit *hits, uint32_t *found);
+
+#endif							/* GI_CUDA_SPARSE_H */

@@ -1,0 +1,392 @@
+/*
+ * bench_sparse.c
+ *		Microbenchmark of the CUDA sparse kind: queries per second of the
+ *		term-parallel and the document-parallel kernel (and the chooser's
+ *		pick) on synthetic MS MARCO-like collections, next to the bandwidth
+ *		floor of the postings each one must read.
+ *
+ *	 bench_sparse.run PATH/gpuindex_cuda.so [DOCS BATCH [DOCS BATCH ...]]
+ *
+ * Documents: about 120 distinct terms each, Zipf (s = 1) over a
+ * 30,522-term vocabulary, positive weights; queries: 30 terms from the
+ * same distribution, each query its own, or (the "shared" batches) all
+ * with the same terms and their own weights.  Only the CUDA store is built (no host
+ * reference: the differential test covers correctness).  Each shape is
+ * timed per method over three rotating query batches (median of REPS
+ * searches, after one warm-up), then once more with the phase profile on.
+ * The floor is the posting bytes a method must read at least (4-byte
+ * weight and 4-byte ordinal per posting: every (query, term) list for the
+ * term path, the union of the batch's lists for the document path) over
+ * the device-to-device copy bandwidth measured here.
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gi_backend.h"
+#include "gi_cuda_test.h"
+#include "gi_kind_sparse.h"
+
+#define DIM 30522
+#define DOC_NNZ 120
+#define QUERY_NNZ 30
+#define REPS 5
+
+static const gi_backend_ops *C;
+static gi_cuda_sparse_profile_fn prof_fn;
+static double bw_gbs;
+
+static uint64_t rs = 0x2545F4914F6CDD1Dull;
+
+static uint64_t
+rnext(void)
+{
+	rs ^= rs >> 12;
+	rs ^= rs << 25;
+	rs ^= rs >> 27;
+	return rs * 2685821657736338717ull;
+}
+
+static double
+runif(void)
+{
+	return (double) (rnext() >> 11) / 9007199254740992.0;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Walker's alias table for the Zipf distribution over DIM terms */
+static double alias_p[DIM];
+static uint32_t alias_a[DIM];
+
+static void
+zipf_init(double s)
+{
+	static double p[DIM];
+	static uint32_t small[DIM];
+	static uint32_t large[DIM];
+	uint32_t	ns = 0;
+	uint32_t	nl = 0;
+	double		sum = 0.0;
+	uint32_t	i;
+
+	for (i = 0; i < DIM; i++)
+		sum += p[i] = 1.0 / pow(i + 1.0, s);
+	for (i = 0; i < DIM; i++)
+	{
+		p[i] = p[i] / sum * DIM;
+		if (p[i] < 1.0)
+			small[ns++] = i;
+		else
+			large[nl++] = i;
+	}
+	while (ns > 0 && nl > 0)
+	{
+		uint32_t	a = small[--ns];
+		uint32_t	b = large[--nl];
+
+		alias_p[a] = p[a];
+		alias_a[a] = b;
+		p[b] -= 1.0 - p[a];
+		if (p[b] < 1.0)
+			small[ns++] = b;
+		else
+			large[nl++] = b;
+	}
+	while (nl > 0)
+		alias_p[large[--nl]] = 1.0;
+	while (ns > 0)
+		alias_p[small[--ns]] = 1.0;
+}
+
+static uint32_t
+zipf(void)
+{
+	uint32_t	i = (uint32_t) (runif() * DIM);
+
+	if (i >= DIM)
+		i = DIM - 1;
+	return runif() < alias_p[i] ? i : alias_a[i];
+}
+
+static int
+u32cmp(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* m distinct Zipf terms, ascending */
+static uint32_t stamp[DIM];
+static uint32_t epoch;
+
+static void
+draw(uint32_t m, uint32_t *t)
+{
+	uint32_t	n = 0;
+
+	epoch++;
+	while (n < m)
+	{
+		uint32_t	x = zipf();
+
+		if (stamp[x] == epoch)
+			continue;
+		stamp[x] = epoch;
+		t[n++] = x;
+	}
+	qsort(t, m, sizeof(uint32_t), u32cmp);
+}
+
+/*
+ * A batch of nq queries (packed as gi_kind_sparse.h says): each its own
+ * Zipf terms, or (shared) all the same terms with their own weights.
+ */
+static unsigned char *
+make_queries(uint32_t nq, bool shared, size_t *bytes)
+{
+	size_t		per = gi_sparse_query_bytes(QUERY_NNZ);
+	unsigned char *b = malloc(per * nq);
+	uint32_t	q;
+	uint32_t	j;
+
+	for (q = 0; q < nq; q++)
+	{
+		unsigned char *p = b + per * q;
+		uint32_t	m = QUERY_NNZ;
+		float	   *w = (float *) (p + 4 + 4 * m);
+
+		memcpy(p, &m, 4);
+		if (shared && q > 0)
+			memcpy(p + 4, b + 4, 4 * m);
+		else
+			draw(m, (uint32_t *) (p + 4));
+		for (j = 0; j < m; j++)
+			w[j] = (float) (0.1 + 2.0 * runif());
+	}
+	*bytes = per * nq;
+	return b;
+}
+
+/* docs documents into a fresh store (keys 1 .. docs) */
+static gi_store *
+build(uint32_t docs)
+{
+	gi_store_params par;
+	gi_sparse_state st = {DIM, 0};
+	gi_store   *s = NULL;
+	uint32_t	per_call = 20000;
+	size_t		room = (size_t) per_call * (DOC_NNZ + 20);
+	uint32_t   *lists = malloc(room * sizeof(uint32_t));
+	uint64_t   *keys = malloc(room * sizeof(uint64_t));
+	float	   *w = malloc(room * sizeof(float));
+	double		t0 = now_s();
+	double		tins = 0.0;
+	uint32_t	d0;
+
+	memset(&par, 0, sizeof(par));
+	par.nlists = DIM;
+	par.record_bytes = 4;
+	par.key_mode = GI_KEYS_PER_LIST;
+	if (C->store_create(&par, &s) != GI_OK ||
+		C->kinds[GI_KIND_SPARSE]->set_state(s, &st, sizeof(st)) != GI_OK)
+	{
+		fprintf(stderr, "store: %s\n", C->last_error());
+		exit(1);
+	}
+	for (d0 = 0; d0 < docs; d0 += per_call)
+	{
+		uint32_t	nd = docs - d0 < per_call ? docs - d0 : per_call;
+		uint32_t	n = 0;
+		uint32_t	i;
+		uint32_t	j;
+		uint64_t	done = 0;
+		double		t1;
+
+		for (i = 0; i < nd; i++)
+		{
+			uint32_t	m = DOC_NNZ - 20 + (uint32_t) (runif() * 41);
+
+			draw(m, lists + n);
+			for (j = 0; j < m; j++)
+			{
+				keys[n + j] = d0 + i + 1;
+				w[n + j] = (float) (0.05 + 3.0 * runif());
+			}
+			n += m;
+		}
+		t1 = now_s();
+		if (C->store_insert(s, n, lists, keys, w, &done) != GI_OK || done != n)
+		{
+			fprintf(stderr, "insert: %s\n", C->last_error());
+			exit(1);
+		}
+		tins += now_s() - t1;
+	}
+	{
+		gi_store_stats ss;
+
+		C->store_stats(s, &ss);
+		printf("built %u documents, %" PRIu64 " postings in %.1f s (inserts %.1f s), %.2f GB\n",
+			   docs, ss.rows, now_s() - t0, tins, ss.bytes / 1e9);
+	}
+	free(lists);
+	free(keys);
+	free(w);
+	return s;
+}
+
+static int
+dblcmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static const char *
+mname(uint32_t m)
+{
+	return m == GI_SPARSE_TERM ? "term" : m == GI_SPARSE_DOC ? "doc" : "auto";
+}
+
+/* one shape, one method: median seconds per batch and the last profile */
+static double
+time_method(gi_store *s, uint32_t method, uint32_t nq, uint32_t k, unsigned char **qb,
+			size_t *qbytes, double *prof)
+{
+	gi_sparse_search_params par = {DIM, method};
+	gi_hit	   *hits = malloc((size_t) nq * k * sizeof(gi_hit));
+	uint32_t   *found = malloc(nq * sizeof(uint32_t));
+	double		t[REPS];
+	int			r;
+
+	for (r = -1; r < REPS; r++)
+	{
+		double		t0 = now_s();
+
+		if (C->kinds[GI_KIND_SPARSE]->search(s, &par, nq, qb[(r + 3) % 3], qbytes[(r + 3) % 3], k,
+											 hits, found) != GI_OK)
+		{
+			fprintf(stderr, "search: %s\n", C->last_error());
+			exit(1);
+		}
+		if (r >= 0)
+			t[r] = now_s() - t0;
+	}
+	qsort(t, REPS, sizeof(double), dblcmp);
+	/* once more with the phases timed */
+	prof_fn(s, 1, NULL, 0);
+	C->kinds[GI_KIND_SPARSE]->search(s, &par, nq, qb[0], qbytes[0], k, hits, found);
+	prof_fn(s, 0, prof, GI_CUDA_SPARSE_PROFILE_N);
+	free(hits);
+	free(found);
+	return t[REPS / 2];
+}
+
+static void
+shape(gi_store *s, uint32_t docs, uint32_t nq, uint32_t k, bool shared)
+{
+	unsigned char *qb[3];
+	size_t		qbytes[3];
+	static const uint32_t methods[] = {GI_SPARSE_TERM, GI_SPARSE_DOC, GI_SPARSE_AUTO};
+	double		prof[GI_CUDA_SPARSE_PROFILE_N];
+	int			i;
+
+	for (i = 0; i < 3; i++)
+		qb[i] = make_queries(nq, shared, &qbytes[i]);
+	for (i = 0; i < 3; i++)
+	{
+		double		t = time_method(s, methods[i], nq, k, qb, qbytes, prof);
+		double		floor_term = prof[3] * 8.0 / (bw_gbs * 1e9);
+		double		floor_doc = prof[4] * 8.0 / (bw_gbs * 1e9);
+		double		fl = methods[i] == GI_SPARSE_DOC || (methods[i] == GI_SPARSE_AUTO && prof[0] == 2)
+			? floor_doc : floor_term;
+
+		printf("docs %7u batch %4u%s k %4u %-4s -> %-4s: %8.3f ms/batch %9.0f q/s | floor %7.3f ms (%.1f%%) | "
+			   "postings term %.3g union %.3g | dir %.2f score %.2f select %.2f total %.2f ms, %g sub-batches, %g ranges | %.3f ns/posting\n",
+			   docs, nq, shared ? " shared" : "", k, mname(methods[i]), mname((uint32_t) prof[0]), t * 1e3, nq / t, fl * 1e3,
+			   100.0 * fl / t, prof[3], prof[4], prof[5], prof[6], prof[7], prof[8], prof[1], prof[2],
+			   prof[6] * 1e6 / (prof[0] == 2 ? prof[4] : prof[3]));
+		fflush(stdout);
+	}
+	for (i = 0; i < 3; i++)
+		free(qb[i]);
+}
+
+int
+main(int argc, char **argv)
+{
+	void	   *h;
+	gi_backend_entry_fn entry;
+	gi_cuda_bandwidth_fn bw;
+	double		h2d = 0;
+	double		h2dp = 0;
+	int			a;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+	{
+		fprintf(stderr, "usage: bench_sparse.run PATH/gpuindex_cuda.so [DOCS BATCH ...]\n");
+		return 2;
+	}
+	h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL)
+	{
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 2;
+	}
+	entry = (gi_backend_entry_fn) dlsym(h, GI_CUDA_ENTRY_SYMBOL);
+	prof_fn = (gi_cuda_sparse_profile_fn) dlsym(h, GI_CUDA_SPARSE_PROFILE);
+	bw = (gi_cuda_bandwidth_fn) dlsym(h, GI_CUDA_BANDWIDTH);
+	if (!entry || !prof_fn || !bw || !(C = entry()) || C->device_count() <= 0)
+	{
+		fprintf(stderr, "no CUDA backend or device\n");
+		return 77;
+	}
+	if (bw((size_t) 1 << 30, &bw_gbs, &h2d, &h2dp) != GI_OK)
+	{
+		fprintf(stderr, "bandwidth: %s\n", C->last_error());
+		return 1;
+	}
+	printf("device: %s; device-to-device copy %.0f GB/s (read + write)\n", C->device_name(NULL),
+		   bw_gbs);
+	zipf_init(1.0);
+	for (a = 2; a + 1 < argc || a == 2; a += 2)
+	{
+		uint32_t	docs = argc > a ? (uint32_t) atoi(argv[a]) : 50000;
+		uint32_t	nq = argc > a + 1 ? (uint32_t) atoi(argv[a + 1]) : 128;
+		gi_store   *s = build(docs);
+		uint32_t	sweep[] = {1, 8, 32, 128, 500};
+		size_t		i;
+
+		/* the asked shape at k 10 and 1000, then a batch sweep for the chooser */
+		shape(s, docs, nq, 10, false);
+		shape(s, docs, nq, 1000, false);
+		for (i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++)
+			if (sweep[i] != nq)
+				shape(s, docs, sweep[i], 10, false);
+		/* batches whose queries share their terms: the document path's case */
+		shape(s, docs, 32, 10, true);
+		shape(s, docs, nq, 10, true);
+		C->store_destroy(s);
+		if (argc <= 2)
+			break;
+	}
+	return 0;
+}
