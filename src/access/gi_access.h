@@ -17,6 +17,7 @@
 
 #include "postgres.h"
 
+#include "access/amapi.h"
 #include "access/genam.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -24,6 +25,7 @@
 #include "storage/buf.h"
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
+#include "utils/catcache.h"
 #include "utils/rel.h"
 
 #include "gi_client.h"
@@ -243,11 +245,21 @@ typedef struct GiHitCursor
 
 extern bool gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit);
 
+extern IndexScanDesc gi_scan_begin(Relation index, int nkeys, int norderbys,
+								   Size opaque_size);
+extern void gi_scan_return(IndexScanDesc scan, uint64 key, double value);
+
 static inline void
 gi_hit_cursor_reset(GiHitCursor *cur)
 {
 	cur->have_last = false;
 }
+
+/* ---- handlers and operator-class validation (gi_handler.c) ---- */
+
+extern IndexAmRoutine *gi_am_routine(uint16 nprocs);
+extern bool gi_validate_orderby_ops(const char *amname, const char *opclassname,
+									Oid opcintype, CatCList *oprlist);
 
 /* ---- SQL functions over an index (gi_batch.c) ---- */
 
@@ -287,6 +299,7 @@ typedef struct GiBatch
 extern void gi_check_not_in_recovery(const char *amname);
 extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
 extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);
+extern bool gi_batch_null_args(FunctionCallInfo fcinfo, int nargs);
 
 static inline void
 gi_key_to_tid(uint64 key, ItemPointer tid)

@@ -194,6 +194,22 @@ batch_take(GiBatch *b, BatchQuery *bq, const gi_hit *h, Snapshot snapshot,
 	ExecClearTuple(slot);
 }
 
+/*
+ * The key_column forms are not STRICT (key_type is normally a NULL): true,
+ * with an empty result set up, when one of the first nargs arguments is NULL.
+ */
+bool
+gi_batch_null_args(FunctionCallInfo fcinfo, int nargs)
+{
+	for (int i = 0; i < nargs; i++)
+		if (PG_ARGISNULL(i))
+		{
+			InitMaterializedSRF(fcinfo, 0);
+			return true;
+		}
+	return false;
+}
+
 /* run the batch and return its rows through the call's tuplestore */
 void
 gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)

@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "access/relscan.h"
+
 #include "gi_access.h"
 
 /*
@@ -24,4 +26,39 @@ gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit)
 	cur->last_dist = hit->distance;
 	cur->last_key = hit->key;
 	return true;
+}
+
+/*
+ * An ordered scan's descriptor with room for its ORDER BY values, and the
+ * AM's opaque state (zeroed, opaque_size bytes) in scan->opaque.
+ */
+IndexScanDesc
+gi_scan_begin(Relation index, int nkeys, int norderbys, Size opaque_size)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+
+	scan->opaque = palloc0(opaque_size);
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+/*
+ * Hand the executor the row of key with the exact value of the first
+ * ORDER BY operator (no recheck: the order is final).
+ */
+void
+gi_scan_return(IndexScanDesc scan, uint64 key, double value)
+{
+	gi_key_to_tid(key, &scan->xs_heaptid);
+	scan->xs_recheck = false;
+	scan->xs_recheckorderby = false;
+	scan->xs_orderbyvals[0] = Float8GetDatum(value);
+	scan->xs_orderbynulls[0] = false;
+	for (int i = 1; i < scan->numberOfOrderBys; i++)
+		scan->xs_orderbynulls[i] = true;
 }

@@ -268,19 +268,6 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 	return (Datum) 0;
 }
 
-/* not STRICT, since key_type is normally a NULL: check the others here */
-static Datum
-batch_search_key(FunctionCallInfo fcinfo, bool binary)
-{
-	for (int i = 0; i < 4; i++)
-		if (PG_ARGISNULL(i))
-		{
-			InitMaterializedSRF(fcinfo, 0);
-			return (Datum) 0;
-		}
-	return batch_search(fcinfo, true, binary);
-}
-
 Datum
 gpuivf_search(PG_FUNCTION_ARGS)
 {
@@ -290,7 +277,7 @@ gpuivf_search(PG_FUNCTION_ARGS)
 Datum
 gpuivf_search_key(PG_FUNCTION_ARGS)
 {
-	return batch_search_key(fcinfo, false);
+	return gi_batch_null_args(fcinfo, 4) ? (Datum) 0 : batch_search(fcinfo, true, false);
 }
 
 Datum
@@ -302,5 +289,5 @@ gpuivf_search_bytea(PG_FUNCTION_ARGS)
 Datum
 gpuivf_search_bytea_key(PG_FUNCTION_ARGS)
 {
-	return batch_search_key(fcinfo, true);
+	return gi_batch_null_args(fcinfo, 4) ? (Datum) 0 : batch_search(fcinfo, true, true);
 }

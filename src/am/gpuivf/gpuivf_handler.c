@@ -307,25 +307,8 @@ gpuivf_validate(Oid opclassoid)
 			result = false;
 		}
 
-	for (int i = 0; i < oprlist->n_members; i++)
-	{
-		HeapTuple	oprtup = &oprlist->members[i]->tuple;
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(oprtup);
-
-		if (oprform->amoplefttype != opcintype)
-			continue;
-		if (oprform->amoppurpose != AMOP_ORDER ||
-			!OidIsValid(oprform->amopsortfamily) ||
-			!check_amop_signature(oprform->amopopr, FLOAT8OID,
-								  opcintype, opcintype))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gpuivf operator class \"%s\" contains invalid operator %s: only ORDER BY operators returning double precision are supported",
-							opclassname, format_operator(oprform->amopopr))));
-			result = false;
-		}
-	}
+	if (!gi_validate_orderby_ops("gpuivf", opclassname, opcintype, oprlist))
+		result = false;
 
 	ReleaseCatCacheList(proclist);
 	ReleaseCatCacheList(oprlist);
@@ -336,33 +319,13 @@ gpuivf_validate(Oid opclassoid)
 Datum
 gpuivf_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+	IndexAmRoutine *amroutine = gi_am_routine(GPUIVF_NPROCS);
 
-	amroutine->amstrategies = 0;
-	amroutine->amsupport = GPUIVF_NPROCS;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = true;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = true;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
-
+	amroutine->amusemaintenanceworkmem = true;	/* its k-means samples */
 	amroutine->ambuild = gpuivf_build;
 	amroutine->ambuildempty = gpuivf_buildempty;
 	amroutine->aminsert = gpuivf_insert;
 	amroutine->ambulkdelete = gpuivf_bulkdelete;
-	amroutine->amvacuumcleanup = gi_lists_vacuumcleanup;
 	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = gpuivf_costestimate;
 	amroutine->amoptions = gpuivf_options;

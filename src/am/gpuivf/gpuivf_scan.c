@@ -47,18 +47,12 @@ typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
 IndexScanDesc
 gpuivf_beginscan(Relation index, int nkeys, int norderbys)
 {
-	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
-	GpuivfScanOpaque so = palloc0(sizeof(GpuivfScanOpaqueData));
+	IndexScanDesc scan = gi_scan_begin(index, nkeys, norderbys,
+									   sizeof(GpuivfScanOpaqueData));
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
 
 	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuivf scan",
 									ALLOCSET_DEFAULT_SIZES);
-	scan->opaque = so;
-	if (norderbys > 0)
-	{
-		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
-		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
-		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
-	}
 	return scan;
 }
 
@@ -165,14 +159,7 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 			if (!gi_hit_cursor_next(&so->cursor, h))
 				continue;		/* returned by an earlier batch */
 
-			gi_key_to_tid(h->key, &scan->xs_heaptid);
-			scan->xs_recheck = false;
-			scan->xs_recheckorderby = false;
-			scan->xs_orderbyvals[0] = Float8GetDatum(gpuivf_distance_value(so->metric,
-																		   h->distance));
-			scan->xs_orderbynulls[0] = false;
-			for (int i = 1; i < scan->numberOfOrderBys; i++)
-				scan->xs_orderbynulls[i] = true;
+			gi_scan_return(scan, h->key, gpuivf_distance_value(so->metric, h->distance));
 			return true;
 		}
 

@@ -248,19 +248,6 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 	return (Datum) 0;
 }
 
-/* not STRICT, since key_type is normally a NULL: check the others here */
-static Datum
-batch_search_key(FunctionCallInfo fcinfo, bool packed)
-{
-	for (int i = 0; i < 4; i++)
-		if (PG_ARGISNULL(i))
-		{
-			InitMaterializedSRF(fcinfo, 0);
-			return (Datum) 0;
-		}
-	return batch_search(fcinfo, true, packed);
-}
-
 Datum
 gpusparse_search(PG_FUNCTION_ARGS)
 {
@@ -270,7 +257,7 @@ gpusparse_search(PG_FUNCTION_ARGS)
 Datum
 gpusparse_search_key(PG_FUNCTION_ARGS)
 {
-	return batch_search_key(fcinfo, false);
+	return gi_batch_null_args(fcinfo, 4) ? (Datum) 0 : batch_search(fcinfo, true, false);
 }
 
 Datum
@@ -282,5 +269,5 @@ gpusparse_search_packed(PG_FUNCTION_ARGS)
 Datum
 gpusparse_search_packed_key(PG_FUNCTION_ARGS)
 {
-	return batch_search_key(fcinfo, true);
+	return gi_batch_null_args(fcinfo, 4) ? (Datum) 0 : batch_search(fcinfo, true, true);
 }

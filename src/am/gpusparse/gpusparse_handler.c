@@ -157,24 +157,8 @@ gpusparse_validate(Oid opclassoid)
 		result = false;
 	}
 
-	for (int i = 0; i < oprlist->n_members; i++)
-	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
-
-		if (oprform->amoplefttype != opcintype)
-			continue;
-		if (oprform->amoppurpose != AMOP_ORDER ||
-			!OidIsValid(oprform->amopsortfamily) ||
-			!check_amop_signature(oprform->amopopr, FLOAT8OID,
-								  opcintype, opcintype))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gpusparse operator class \"%s\" contains invalid operator %s: only ORDER BY operators returning double precision are supported",
-							opclassname, format_operator(oprform->amopopr))));
-			result = false;
-		}
-	}
+	if (!gi_validate_orderby_ops("gpusparse", opclassname, opcintype, oprlist))
+		result = false;
 
 	ReleaseCatCacheList(proclist);
 	ReleaseCatCacheList(oprlist);
@@ -185,33 +169,12 @@ gpusparse_validate(Oid opclassoid)
 Datum
 gpusparse_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = 0;
-	amroutine->amsupport = GPUSPARSE_NPROCS;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = true;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = false;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
+	IndexAmRoutine *amroutine = gi_am_routine(GPUSPARSE_NPROCS);
 
 	amroutine->ambuild = gpusparse_build;
 	amroutine->ambuildempty = gpusparse_buildempty;
 	amroutine->aminsert = gpusparse_insert;
 	amroutine->ambulkdelete = gpusparse_bulkdelete;
-	amroutine->amvacuumcleanup = gi_lists_vacuumcleanup;
 	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = gpusparse_costestimate;
 	amroutine->amoptions = gpusparse_options;

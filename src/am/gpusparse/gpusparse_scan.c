@@ -61,18 +61,12 @@ typedef GpusparseScanOpaqueData *GpusparseScanOpaque;
 IndexScanDesc
 gpusparse_beginscan(Relation index, int nkeys, int norderbys)
 {
-	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
-	GpusparseScanOpaque so = palloc0(sizeof(GpusparseScanOpaqueData));
+	IndexScanDesc scan = gi_scan_begin(index, nkeys, norderbys,
+									   sizeof(GpusparseScanOpaqueData));
+	GpusparseScanOpaque so = (GpusparseScanOpaque) scan->opaque;
 
 	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gpusparse scan",
 									ALLOCSET_DEFAULT_SIZES);
-	scan->opaque = so;
-	if (norderbys > 0)
-	{
-		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
-		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
-		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
-	}
 	return scan;
 }
 
@@ -258,13 +252,7 @@ start_tail(IndexScanDesc scan)
 static bool
 return_hit(IndexScanDesc scan, const gi_hit *h)
 {
-	gi_key_to_tid(h->key, &scan->xs_heaptid);
-	scan->xs_recheck = false;
-	scan->xs_recheckorderby = false;
-	scan->xs_orderbyvals[0] = Float8GetDatum((double) h->distance);
-	scan->xs_orderbynulls[0] = false;
-	for (int i = 1; i < scan->numberOfOrderBys; i++)
-		scan->xs_orderbynulls[i] = true;
+	gi_scan_return(scan, h->key, (double) h->distance);
 	return true;
 }
 

@@ -237,7 +237,7 @@ gi_host_sparse_search(gi_store *store, const void *params, uint32_t nq,
 		free(off);
 		return st;
 	}
-	best.v = malloc(sizeof(gi_host_cand) * (size_t) (k < hs->cap ? k : hs->cap) + 1);
+	best.v = malloc(sizeof(gi_host_cand) * ((size_t) (k < hs->cap ? k : hs->cap) + 1));
 	if (best.v == NULL)
 	{
 		free(off);
