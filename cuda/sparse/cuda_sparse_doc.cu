@@ -24,28 +24,7 @@
  */
 #include <cub/device/device_scan.cuh>
 
-#include "cuda_sparse.h"
-#include "cuda_util.cuh"
-#include "cuda_walk.cuh"
-
-/* the unit of chunk c, as in the term path */
-__device__ __forceinline__ uint32_t
-gi_sp_doc_unit(const uint32_t *prefix, uint32_t nu, uint32_t c)
-{
-	uint32_t	lo = 0;
-	uint32_t	hi = nu;
-
-	while (hi - lo > 1)
-	{
-		uint32_t	mid = (lo + hi) >> 1;
-
-		if (__ldg(&prefix[mid]) <= c)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+#include "cuda_sparse_chunk.cuh"
 
 /*
  * Walk the union lists' chunks; for each live posting with an ordinal in
@@ -65,39 +44,15 @@ gi_k_sp_fwd(const gi_sp_unit *__restrict__ units, const uint32_t *__restrict__ p
 
 	for (; c < nchunks; c += nwarps)
 	{
-		uint32_t	u = gi_sp_doc_unit(prefix, nu, c);
+		uint32_t	u = gi_sp_find_unit(prefix, nu, c);
 		gi_sp_unit	un = units[u];
 		uint32_t	first = (c - __ldg(&prefix[u])) * GI_SP_CHUNK;
 		uint32_t	m = un.n - first < GI_SP_CHUNK ? un.n - first : GI_SP_CHUNK;
-		uint32_t	bm = 0;
-		unsigned long long dp = 0;
 		uint32_t	wv[GI_SP_CHUNK];
 		uint32_t	kv[GI_SP_CHUNK];
 		int			j;
 
-		if (lane < m)
-		{
-			uint32_t	slab = __ldg(&dir[un.beg + first + lane]);
-
-			bm = gi_slab_bitmap(slabs, slab);
-			dp = (unsigned long long) gi_slab_data(slabs, slab);
-		}
-#pragma unroll
-		for (j = 0; j < GI_SP_CHUNK; j++)
-		{
-			uint32_t	b = __shfl_sync(GI_CU_FULL_MASK, bm, j);
-			const uint32_t *data =
-				(const uint32_t *) __shfl_sync(GI_CU_FULL_MASK, dp, j);
-
-			kv[j] = UINT32_MAX;
-			wv[j] = 0;
-			if (gi_slot_live(b, lane))
-			{
-				kv[j] = __ldcg(gi_slab_kids(data, W) + lane) - lo;
-				if (FILL)
-					wv[j] = __ldcg(gi_slot_payload(data, lane));
-			}
-		}
+		gi_sp_load_chunk<FILL>(dir, un.beg + first, m, slabs, W, lo, lane, kv, wv);
 #pragma unroll
 		for (j = 0; j < GI_SP_CHUNK; j++)
 		{

@@ -14,9 +14,7 @@
  * 0.0, which turns -0.0 into +0.0: the rows start at -0.0, so an entry
  * still -0.0 afterwards was never touched.
  */
-#include "cuda_sparse.h"
-#include "cuda_util.cuh"
-#include "cuda_walk.cuh"
+#include "cuda_sparse_chunk.cuh"
 
 /* every entry of acc[0, n) to -0.0, 16 bytes a store */
 __global__ void
@@ -30,25 +28,6 @@ gi_k_sp_untouch(unsigned long long *acc, size_t n)
 		((ulonglong2 *) acc)[i] = v;
 	if ((n & 1) && i == n / 2)
 		acc[n - 1] = GI_SP_UNTOUCHED;
-}
-
-/* the unit whose chunks hold chunk c: prefix[u] <= c < prefix[u + 1] */
-__device__ __forceinline__ uint32_t
-gi_sp_find_unit(const uint32_t *prefix, uint32_t nu, uint32_t c)
-{
-	uint32_t	lo = 0;
-	uint32_t	hi = nu;
-
-	while (hi - lo > 1)
-	{
-		uint32_t	mid = (lo + hi) >> 1;
-
-		if (__ldg(&prefix[mid]) <= c)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 __global__ void __launch_bounds__(256)
@@ -67,42 +46,18 @@ gi_k_sp_scatter(const gi_sp_unit *__restrict__ units, const uint32_t *__restrict
 		gi_sp_unit	un = units[u];
 		uint32_t	first = (c - __ldg(&prefix[u])) * GI_SP_CHUNK;
 		uint32_t	m = un.n - first < GI_SP_CHUNK ? un.n - first : GI_SP_CHUNK;
-		uint32_t	bm = 0;
-		unsigned long long dp = 0;
 		double	   *row = acc + (size_t) un.q * span;
 		const double qw = (double) un.w;
-		float		wv[GI_SP_CHUNK];
+		uint32_t	wv[GI_SP_CHUNK];
 		uint32_t	kv[GI_SP_CHUNK];
 		int			j;
 
-		/* lane j < m: slab j's header */
-		if (lane < m)
-		{
-			uint32_t	slab = __ldg(&dir[un.beg + first + lane]);
-
-			bm = gi_slab_bitmap(slabs, slab);
-			dp = (unsigned long long) gi_slab_data(slabs, slab);
-		}
 		/* every slot's weight and ordinal of the chunk, then the atomics */
-#pragma unroll
-		for (j = 0; j < GI_SP_CHUNK; j++)
-		{
-			uint32_t	b = __shfl_sync(GI_CU_FULL_MASK, bm, j);
-			const uint32_t *data =
-				(const uint32_t *) __shfl_sync(GI_CU_FULL_MASK, dp, j);
-
-			kv[j] = UINT32_MAX;
-			wv[j] = 0.0f;
-			if (gi_slot_live(b, lane))
-			{
-				wv[j] = __uint_as_float(__ldcg(gi_slot_payload(data, lane)));
-				kv[j] = __ldcg(gi_slab_kids(data, W) + lane) - lo;
-			}
-		}
+		gi_sp_load_chunk<true>(dir, un.beg + first, m, slabs, W, lo, lane, kv, wv);
 #pragma unroll
 		for (j = 0; j < GI_SP_CHUNK; j++)
 			if (kv[j] < rlen)
-				atomicAdd(&row[kv[j]], __dadd_rn(qw * (double) wv[j], 0.0));
+				atomicAdd(&row[kv[j]], __dadd_rn(qw * (double) __uint_as_float(wv[j]), 0.0));
 	}
 }
 
