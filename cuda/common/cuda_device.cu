@@ -14,6 +14,7 @@
 
 /* when the SM count cannot be read: an H100 SXM's */
 #define GI_CU_DEFAULT_SMS 132
+#define GI_CU_DEFAULT_L2 ((size_t) 50 << 20)
 
 static gi_device *gi_cu_default_dev;
 static std::mutex gi_cu_default_mu;
@@ -68,6 +69,7 @@ gi_cu_device_make(int ordinal, gi_device **out)
 	}
 	d->ordinal = ordinal;
 	d->sms = GI_CU_DEFAULT_SMS;
+	d->l2_bytes = GI_CU_DEFAULT_L2;
 	err = cudaSetDevice(ordinal);
 	if (err == cudaSuccess)
 		err = cudaGetDeviceProperties(&prop, ordinal);
@@ -83,6 +85,7 @@ gi_cu_device_make(int ordinal, gi_device **out)
 			 prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
 	if (prop.multiProcessorCount > 0)
 		d->sms = prop.multiProcessorCount;
+	d->l2_bytes = prop.l2CacheSize > 0 ? (size_t) prop.l2CacheSize : GI_CU_DEFAULT_L2;
 	d->magic = GI_CU_DEVICE_MAGIC;
 	*out = d;
 	return GI_OK;

@@ -27,6 +27,7 @@ struct gi_device
 	uint32_t	magic;			/* GI_CU_DEVICE_MAGIC while open */
 	int			ordinal;
 	int			sms;			/* streaming multiprocessors */
+	size_t		l2_bytes;		/* L2 cache */
 	char		name[640];
 
 	std::mutex	mu;				/* guards the lazily made members below */

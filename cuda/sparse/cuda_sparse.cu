@@ -16,7 +16,7 @@
 #include "cuda_util.cuh"
 
 /* default scratch budget: min(this, half the free device memory) */
-#define GI_SP_BUDGET_MAX ((size_t) 1 << 30)
+#define GI_SP_BUDGET_MAX ((size_t) 4 << 30)
 #define GI_SP_BUDGET_MIN ((size_t) 16 << 20)
 
 /* narrowest ordinal range the planner cuts */
@@ -32,7 +32,7 @@
  * per posting of the union of the batch's lists, once for its forward
  * index and once per group of 32 queries for the scoring.
  */
-#define GI_SP_COST_TERM 0.014
+#define GI_SP_COST_TERM 0.007
 #define GI_SP_COST_BUILD 0.055
 #define GI_SP_COST_DOC 0.07
 
@@ -58,7 +58,7 @@ gi_cu_sparse_free(gi_store *s, void *kstate)
 	gi_cu_buf  *bufs[] = {
 		&sp->s_up, &sp->s_acc, &sp->s_cd, &sp->s_ck, &sp->s_xd, &sp->s_xk, &sp->s_fd,
 		&sp->s_fk, &sp->s_gd, &sp->s_gk, &sp->s_cnt, &sp->s_beg, &sp->s_sel, &sp->s_hist,
-		&sp->s_thr, &sp->s_tmp, &sp->s_hits, &sp->s_fcnt, &sp->s_foff, &sp->s_fwd
+		&sp->s_thr, &sp->s_tmp, &sp->s_hits, &sp->s_fcnt, &sp->s_foff, &sp->s_fwd, &sp->s_ord
 	};
 
 	if (sp == NULL)
@@ -73,6 +73,8 @@ gi_cu_sparse_free(gi_store *s, void *kstate)
 	free(sp->h_q.p);
 	free(sp->h_hash.p);
 	free(sp->h_foff.p);
+	free(sp->h_units.p);
+	free(sp->bound);
 	delete sp;
 }
 
@@ -112,7 +114,54 @@ gi_cu_sparse_set_state(gi_store *s, const void *state, size_t bytes)
 		}
 		gi_cu_set_kstate(s, GI_KIND_SPARSE, sp, gi_cu_sparse_free);
 	}
+	if (sp->bound == NULL || sp->dim != st.dim)
+	{
+		float	   *b = (float *) calloc(st.dim, sizeof(float));
+
+		if (b == NULL)
+		{
+			gi_cu_set_error("sparse set_state: out of memory");
+			return GI_ERR_NOMEM;
+		}
+		free(sp->bound);
+		sp->bound = b;
+	}
 	sp->dim = st.dim;
+	return GI_OK;
+}
+
+static void
+gi_cu_sparse_inserted(gi_store *s, uint32_t n, const uint32_t *lists, const void *payloads)
+{
+	gi_cu_sparse *sp;
+
+	if (s == NULL)
+		return;
+	std::lock_guard<std::mutex> guard(s->mu);
+	sp = (gi_cu_sparse *) gi_cu_kstate(s, GI_KIND_SPARSE);
+	if (sp != NULL && sp->bound != NULL)
+		gi_sparse_bound_note(sp->bound, sp->dim, n, lists, payloads);
+}
+
+static gi_status
+gi_cu_sparse_list_bounds(gi_store *s, uint32_t first, uint32_t n, float *out)
+{
+	gi_cu_sparse *sp;
+
+	if (s == NULL)
+	{
+		gi_cu_set_error("sparse list bounds: no store");
+		return GI_ERR_INVALID;
+	}
+	std::lock_guard<std::mutex> guard(s->mu);
+	sp = (gi_cu_sparse *) gi_cu_kstate(s, GI_KIND_SPARSE);
+	if (sp == NULL || sp->bound == NULL || first > sp->dim || n > sp->dim - first)
+	{
+		gi_cu_set_error("sparse list bounds: lists %u to %u of a store without them",
+						first, first + n);
+		return GI_ERR_INVALID;
+	}
+	memcpy(out, sp->bound + first, (size_t) n * sizeof(float));
 	return GI_OK;
 }
 
@@ -231,6 +280,7 @@ struct gi_sp_plan
 	uint32_t	kf;				/* min(k, H): hits a query can have */
 	uint32_t	kr;				/* min(k, span): winners per range */
 	uint32_t	nsub;			/* queries per sub-batch at most */
+	bool		by_slab;		/* term path: units by term and query block, slab order */
 	size_t		budget;
 };
 
@@ -331,7 +381,8 @@ struct gi_sp_batch
 	uint32_t	npad;			/* queries rounded up to 32 (document path) */
 	const gi_sp_unit *units;
 	const uint32_t *prefix;
-	const float *qw;
+	const gi_sp_qw *pairs;		/* term path */
+	const float *qw;			/* document path */
 	const uint32_t *pm;
 };
 
@@ -345,6 +396,9 @@ gi_sp_align16(size_t x)
  * Build and upload the sub-batch starting at query qa: the term path
  * takes queries while the chunk count stays under GI_SP_CHUNKS_MAX; the
  * document path also while the union tables fit a quarter of the budget.
+ * Both make a unit per term of the sub-batch's union; the term path adds
+ * the (query, weight) pairs of each unit, the document path the weight
+ * and presence tables.
  */
 static gi_status
 gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_query *qv,
@@ -359,6 +413,8 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 	uint32_t	i;
 	uint32_t	j;
 	size_t		off_prefix;
+	size_t		off_pairs;
+	uint32_t	npairs = 0;
 	size_t		off_qw;
 	size_t		off_pm;
 	size_t		bytes;
@@ -402,15 +458,16 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 	b->npad = (n + 31) & ~31u;
 	groups = b->npad / 32;
 
-	/* the upload: units | prefix | (document path) weights | masks */
-	if (doc && !gi_sp_union_init(&sp->h_hash, &un, nterms_max))
+	/* the upload: units | prefix | (term path) pairs | (document path) weights | masks */
+	if (!gi_sp_union_init(&sp->h_hash, &un, nterms_max))
 	{
 		gi_cu_set_error("sparse search: out of memory for the union of %llu terms",
 						(unsigned long long) nterms_max);
 		return GI_ERR_NOMEM;
 	}
 	off_prefix = gi_sp_align16((size_t) nu * sizeof(gi_sp_unit));
-	off_qw = gi_sp_align16(off_prefix + ((size_t) nu + 1) * sizeof(uint32_t));
+	off_pairs = gi_sp_align16(off_prefix + ((size_t) nu + 1) * sizeof(uint32_t));
+	off_qw = off_pairs + (doc ? 0 : gi_sp_align16((size_t) nu * sizeof(gi_sp_qw)));
 	off_pm = off_qw + (doc ? gi_sp_align16(nterms_max * b->npad * sizeof(float)) : 0);
 	bytes = off_pm + (doc ? (size_t) nterms_max * groups * sizeof(uint32_t) : 0) + 16;
 	st = gi_cu_pinned_reserve(&sp->p_up, bytes);
@@ -422,8 +479,11 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 	units = (gi_sp_unit *) up;
 	prefix = (uint32_t *) (up + off_prefix);
 	nu = 0;
-	if (!doc)
+	if (!doc && !pl->by_slab)
 	{
+		gi_sp_qw   *pairs = (gi_sp_qw *) (up + off_pairs);
+
+		/* the rows fit the L2: a unit per (query, term), in query order */
 		for (i = 0; i < n; i++)
 		{
 			const gi_sp_query *q = &qv[qa + i];
@@ -435,12 +495,131 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 
 				if (ns == 0)
 					continue;
-				units[nu].q = i;
+				units[nu].q = nu;
 				units[nu].beg = gi_cu_slabdir_begin(dir, t);
 				units[nu].n = ns;
-				units[nu].w = q->w[j];
+				units[nu].nq = 1;
+				pairs[nu].q = i;
+				pairs[nu].w = q->w[j];
 				nu++;
 			}
+		}
+		npairs = nu;
+		b->nterms = 0;
+	}
+	else if (!doc)
+	{
+		gi_sp_qw   *pairs = (gi_sp_qw *) (up + off_pairs);
+
+		/* the union's units with their pair counts, then each unit's pairs */
+		for (i = 0; i < n; i++)
+		{
+			const gi_sp_query *q = &qv[qa + i];
+
+			for (j = 0; j < q->nnz; j++)
+			{
+				uint32_t	t = q->terms[j];
+				uint32_t	ns = gi_cu_slabdir_count(dir, t);
+				uint32_t	u;
+				bool		added;
+
+				if (ns == 0)
+					continue;
+				u = gi_sp_union_add(&un, t, &added);
+				if (added)
+				{
+					units[u].beg = gi_cu_slabdir_begin(dir, t);
+					units[u].n = ns;
+					units[u].nq = 0;
+					nu++;
+				}
+				units[u].nq++;
+			}
+		}
+		for (i = 0; i < nu; i++)
+		{
+			units[i].q = npairs;
+			npairs += units[i].nq;
+			units[i].nq = 0;
+		}
+		for (i = 0; i < n; i++)
+		{
+			const gi_sp_query *q = &qv[qa + i];
+
+			for (j = 0; j < q->nnz; j++)
+			{
+				uint32_t	t = q->terms[j];
+				uint32_t	u;
+				bool		added;
+
+				if (gi_cu_slabdir_count(dir, t) == 0)
+					continue;
+				u = gi_sp_union_add(&un, t, &added);
+				pairs[units[u].q + units[u].nq].q = i;
+				pairs[units[u].q + units[u].nq].w = q->w[j];
+				units[u].nq++;
+			}
+		}
+
+		/*
+		 * A unit per term and block of GI_SP_QGROUP queries (the pairs of a
+		 * term are in query order), so that the scatter can take the
+		 * blocks one after the other and a term most queries hold still
+		 * spreads over many warps: expanded in place from the end (a unit
+		 * never moves below its source).
+		 */
+		{
+			uint32_t	total = 0;
+			uint32_t	d;
+
+			for (i = 0; i < nu; i++)
+				for (j = units[i].q; j < units[i].q + units[i].nq; j++)
+					total += j == units[i].q ||
+						pairs[j].q / GI_SP_QGROUP != pairs[j - 1].q / GI_SP_QGROUP;
+			d = total;
+			for (i = nu; i-- > 0;)
+			{
+				gi_sp_unit	src = units[i];
+				uint32_t	end = src.q + src.nq;
+
+				while (end > src.q)
+				{
+					uint32_t	blk = pairs[end - 1].q / GI_SP_QGROUP;
+					uint32_t	start = end - 1;
+
+					while (start > src.q && pairs[start - 1].q / GI_SP_QGROUP == blk)
+						start--;
+					d--;
+					units[d] = src;
+					units[d].q = start;
+					units[d].nq = end - start;
+					end = start;
+				}
+			}
+			nu = total;
+		}
+		/* the units in query-block order (stable: terms stay in order within a block) */
+		{
+			uint32_t	nblk = (n + GI_SP_QGROUP - 1) / GI_SP_QGROUP;
+			uint32_t   *at;
+			gi_sp_unit *tmp;
+
+			if (!gi_cu_hbuf_reserve(&sp->h_units, (size_t) nu * sizeof(gi_sp_unit) +
+									((size_t) nblk + 1) * sizeof(uint32_t)))
+			{
+				gi_cu_set_error("sparse search: out of memory for %u units", nu);
+				return GI_ERR_NOMEM;
+			}
+			tmp = (gi_sp_unit *) sp->h_units.p;
+			at = (uint32_t *) (tmp + nu);
+			memset(at, 0, ((size_t) nblk + 1) * sizeof(uint32_t));
+			for (i = 0; i < nu; i++)
+				at[pairs[units[i].q].q / GI_SP_QGROUP + 1]++;
+			for (i = 0; i < nblk; i++)
+				at[i + 1] += at[i];
+			for (i = 0; i < nu; i++)
+				tmp[at[pairs[units[i].q].q / GI_SP_QGROUP]++] = units[i];
+			memcpy(units, tmp, (size_t) nu * sizeof(gi_sp_unit));
 		}
 		b->nterms = 0;
 	}
@@ -468,7 +647,7 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 					units[nu].q = nu;
 					units[nu].beg = gi_cu_slabdir_begin(dir, t);
 					units[nu].n = ns;
-					units[nu].w = 0.0f;
+					units[nu].nq = 0;
 					nu++;
 				}
 			}
@@ -499,7 +678,14 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 		prefix[i + 1] = prefix[i] + (units[i].n + GI_SP_CHUNK - 1) / GI_SP_CHUNK;
 	b->nu = nu;
 	b->nchunks = prefix[nu];
-	/* pack the weights and masks right behind the union's real size */
+	/* pack the pairs, or the weights and masks, right behind the union's real size */
+	if (!doc)
+	{
+		size_t		to = gi_sp_align16(off_prefix + ((size_t) nu + 1) * sizeof(uint32_t));
+
+		memmove(up + to, up + off_pairs, (size_t) npairs * sizeof(gi_sp_qw));
+		off_pairs = to;
+	}
 	if (doc)
 	{
 		size_t		qw_bytes = gi_sp_align16((size_t) nu * b->npad * sizeof(float));
@@ -509,10 +695,11 @@ gi_sp_prepare(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_q
 		bytes = off_pm + (size_t) nu * groups * sizeof(uint32_t);
 	}
 	else
-		bytes = off_qw;
+		bytes = off_pairs + (size_t) npairs * sizeof(gi_sp_qw);
 	GI_CU_TRY(cudaMemcpyAsync(sp->s_up.p, up, bytes, cudaMemcpyHostToDevice, s->ss));
 	b->units = (const gi_sp_unit *) sp->s_up.p;
 	b->prefix = (const uint32_t *) ((unsigned char *) sp->s_up.p + off_prefix);
+	b->pairs = (const gi_sp_qw *) ((unsigned char *) sp->s_up.p + off_pairs);
 	b->qw = (const float *) ((unsigned char *) sp->s_up.p + off_qw);
 	b->pm = (const uint32_t *) ((unsigned char *) sp->s_up.p + off_pm);
 	return GI_OK;
@@ -565,11 +752,19 @@ gi_sp_run(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_batch
 	uint64_t   *ck = (uint64_t *) sp->s_ck.p;
 	size_t		xstride = (size_t) pl->nr * pl->kr;
 	size_t		fwd_bytes = pl->budget / 4;
+	/* a query block's rows beyond half the L2: take its chunks in slab order */
 	uint32_t	lo;
 	gi_status	st;
 	double		t0;
 
 	GI_CU_TRY(cudaMemsetAsync(xcnt, 0, 2 * (size_t) pl->nsub * sizeof(uint32_t), s->ss));
+	if (pl->method != GI_SPARSE_DOC)
+	{
+		st = gi_cu_sp_term_order(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->pairs,
+								 b->n, pl->by_slab);
+		if (st != GI_OK)
+			return st;
+	}
 	for (lo = 0; lo < pl->H; lo += pl->span)
 	{
 		uint32_t	rlen = pl->H - lo < pl->span ? pl->H - lo : pl->span;
@@ -579,8 +774,8 @@ gi_sp_run(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_batch
 			st = gi_cu_sp_doc_score(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->qw, b->pm,
 									b->npad, b->n, lo, rlen, pl->span, fwd_bytes, acc);
 		else
-			st = gi_cu_sp_term_score(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->n, lo,
-									 rlen, pl->span, acc);
+			st = gi_cu_sp_term_score(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->pairs,
+									 pl->by_slab, b->n, lo, rlen, pl->span, acc);
 		if (st != GI_OK)
 			return st;
 		if (gi_sp_profiling)
@@ -757,6 +952,8 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 	pl.kf = k < pl.H ? k : pl.H;
 	pl.budget = gi_sp_budget();
 	gi_sp_plan_sizes(&pl, nq);
+	/* a query block's rows beyond half the L2: group by term, take chunks in slab order */
+	pl.by_slab = (size_t) GI_SP_QGROUP * pl.span * sizeof(double) > s->dev->l2_bytes / 2;
 	st = gi_sp_reserve(sp, &pl);
 	if (st != GI_OK)
 		return st;
@@ -837,4 +1034,6 @@ gi_cuda_sparse_profile(gi_store *s, int on, double *out, uint32_t nout)
 const gi_kind_ops gi_cu_sparse_kind = {
 	gi_cu_sparse_set_state,
 	gi_cu_sparse_search,
+	gi_cu_sparse_inserted,
+	gi_cu_sparse_list_bounds,
 };

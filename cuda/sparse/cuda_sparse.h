@@ -24,6 +24,9 @@
 /* slabs one warp takes in one step of a list (scatter, index build) */
 #define GI_SP_CHUNK 8
 
+/* term path: a unit's queries are of one block of this many */
+#define GI_SP_QGROUP 32
+
 /* the bit pattern of -0.0: "not touched" in the accumulators */
 #define GI_SP_UNTOUCHED 0x8000000000000000ull
 
@@ -31,15 +34,23 @@
 #define GI_SP_BINS 2048
 
 /*
- * One list to walk: q is the query inside the sub-batch (term path) or
- * the union term (document path), the list's slabs are dir[beg, beg + n),
- * w the query's weight for the term (term path).
+ * One list of the sub-batch's union of terms, its slabs dir[beg, beg + n).
+ * Term path: the queries of one block of GI_SP_QGROUP that hold the term
+ * are the (query, weight) pairs [q, q + nq) of the sub-batch's pair table;
+ * document path: q is the union term's index and nq is 0.
  */
 struct gi_sp_unit
 {
 	uint32_t	q;
 	uint32_t	beg;
 	uint32_t	n;
+	uint32_t	nq;
+};
+
+/* term path: a query of the sub-batch holding a unit's term, and its weight */
+struct gi_sp_qw
+{
+	uint32_t	q;
 	float		w;
 };
 
@@ -58,6 +69,7 @@ struct gi_cu_sparse
 {
 	uint32_t	dim;			/* == the store's nlists */
 	gi_cu_slabdir dir;
+	float	   *bound;			/* [dim] list bounds, host (gi_kind_sparse.h) */
 
 	/* scratch of a search (device) */
 	gi_cu_buf	s_up;			/* units, chunk prefix, query weights and masks */
@@ -80,11 +92,13 @@ struct gi_cu_sparse
 	gi_cu_buf	s_fcnt;			/* document path: entries per ordinal */
 	gi_cu_buf	s_foff;			/* document path: first entry per ordinal */
 	gi_cu_buf	s_fwd;			/* document path: (union term, weight) entries */
+	gi_cu_buf	s_ord;			/* term path: chunks in slab order, sort keys, work counter */
 	gi_cu_pinned p_up;
 	gi_cu_pinned p_res;
 	gi_cu_hbuf	h_q;			/* per query: offset into the caller's bytes */
 	gi_cu_hbuf	h_hash;			/* union of terms: open addressing */
 	gi_cu_hbuf	h_foff;			/* document path: offsets for range splits */
+	gi_cu_hbuf	h_units;		/* term path: units being put in block order */
 
 	/* the last search, for the benchmark hook */
 	double		prof[GI_CUDA_SPARSE_PROFILE_N];
@@ -96,16 +110,26 @@ extern const gi_kind_ops gi_cu_sparse_kind;
 /* ---- cuda_sparse_term.cu ---- */
 
 /*
+ * The order the term path takes the sub-batch's chunks (GI_SP_CHUNK slabs
+ * of a unit's list) in, into sp->s_ord: the units' order (they come in
+ * query-block order), or, by_slab, (query block, first slab in the pool)
+ * order.  units/prefix/pairs are on the device; prefix[u] is the first
+ * chunk of unit u, prefix[nu] the total.
+ */
+extern gi_status gi_cu_sp_term_order(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
+									 const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
+									 const gi_sp_qw *pairs, uint32_t nsub, bool by_slab);
+
+/*
  * Term-parallel scores of one range for the sub-batch: acc (nsub rows of
- * span) set to -0.0, then every (query, term) unit's slabs scattered into
- * the query's row with double atomics.  units/prefix are on the device;
- * prefix[u] is the first chunk (GI_SP_CHUNK slabs) of unit u, prefix[nu]
- * the total.
+ * span) set to -0.0, then each chunk of the union's lists, loaded once,
+ * scattered into the rows of every query of a block holding its term with
+ * double atomics, chunks taken in gi_cu_sp_term_order's order.
  */
 extern gi_status gi_cu_sp_term_score(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
 									 const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
-									 uint32_t nsub, uint32_t lo, uint32_t rlen, uint32_t span,
-									 double *acc);
+									 const gi_sp_qw *pairs, bool by_slab, uint32_t nsub,
+									 uint32_t lo, uint32_t rlen, uint32_t span, double *acc);
 
 /* ---- cuda_sparse_doc.cu ---- */
 

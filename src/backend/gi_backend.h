@@ -172,6 +172,20 @@ typedef struct gi_kind_ops
 	gi_status	(*search) (gi_store *store, const void *params,
 						   uint32_t nq, const void *queries, size_t query_bytes,
 						   uint32_t k, gi_hit *hits, uint32_t *found);
+
+	/*
+	 * Optional: told of the records a successful store_insert was given (the
+	 * same arrays), so that the kind can keep a bound per list.
+	 */
+	void		(*inserted) (gi_store *store, uint32_t n, const uint32_t *lists,
+							 const void *payloads);
+
+	/*
+	 * Optional: the kind's per-list bound (its header says what it bounds)
+	 * for lists [first, first + n) into out[n].
+	 */
+	gi_status	(*list_bounds) (gi_store *store, uint32_t first, uint32_t n,
+								float *out);
 } gi_kind_ops;
 
 typedef struct gi_backend_ops

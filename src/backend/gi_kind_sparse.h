@@ -21,6 +21,11 @@
  * sharing no term with the query is never a hit (its score is 0; the
  * access method finds those itself).  found[q] < k therefore means every
  * candidate of query q was returned.
+ *
+ * List bounds (list_bounds): per list, the largest |weight| of the records
+ * inserted since the store was created; deletes leave it as an upper bound
+ * (a reload recomputes it).  Pruning may rely on it never being smaller
+ * than a live record's |weight|.
  */
 #ifndef GI_KIND_SPARSE_H
 #define GI_KIND_SPARSE_H
@@ -56,6 +61,22 @@ static inline size_t
 gi_sparse_query_bytes(uint32_t nnz)
 {
 	return sizeof(uint32_t) + (size_t) nnz * (sizeof(uint32_t) + sizeof(float));
+}
+
+/* raise bound[list] to the |weight| of each record; both backends keep it so */
+static inline void
+gi_sparse_bound_note(float *bound, uint32_t nlists, uint32_t n,
+					 const uint32_t *lists, const void *payloads)
+{
+	const float *w = (const float *) payloads;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		float		a = w[i] < 0 ? -w[i] : w[i];
+
+		if (lists[i] < nlists && a > bound[lists[i]])
+			bound[lists[i]] = a;
+	}
 }
 
 #ifdef __cplusplus

@@ -47,6 +47,7 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 	uint64		pos = 0;
 	uint64		ninserted = 0;
 	gi_status	st;
+	const gi_kind_ops *kops;
 	int			nvalid = 0;
 
 	for (int i = 0; i < ngroup; i++)
@@ -100,6 +101,9 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 				gi_reply_status(group[i], st);
 			return;
 		}
+		kops = gi_ops->kinds[e->kind];
+		if (kops != NULL && kops->inserted != NULL)
+			kops->inserted(e->store, (uint32) pos, lists, payloads);
 	}
 	e->insert_batches++;
 	for (int i = 0; i < nvalid; i++)

@@ -7,6 +7,11 @@
  *
  *	 bench_sparse.run PATH/gpuindex_cuda.so [DOCS BATCH [DOCS BATCH ...]]
  *
+ * Environment: GI_BENCH_SPARSE_BUDGET_MB=A,B,... times the asked shape
+ * under each scratch budget first (then the kind's default), GI_BENCH_SPARSE_KEYS=any builds the store without
+ * the per-list key check (faster to build; the search is the same),
+ * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10.
+ *
  * Documents: about 120 distinct terms each, Zipf (s = 1) over a
  * 30,522-term vocabulary, positive weights; queries: 30 terms from the
  * same distribution, each query its own, or (the "shared" batches) all
@@ -39,9 +44,20 @@
 
 static const gi_backend_ops *C;
 static gi_cuda_sparse_profile_fn prof_fn;
+static gi_cuda_sparse_set_budget_fn set_budget;
 static double bw_gbs;
 
-static uint64_t rs = 0x2545F4914F6CDD1Dull;
+/* per thread; documents reseed it from their number, so any thread count builds the same collection */
+static __thread uint64_t rs = 0x2545F4914F6CDD1Dull;
+
+static void
+reseed(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	rs = (x ^ (x >> 31)) | 1;
+}
 
 static uint64_t
 rnext(void)
@@ -131,8 +147,8 @@ u32cmp(const void *a, const void *b)
 }
 
 /* m distinct Zipf terms, ascending */
-static uint32_t stamp[DIM];
-static uint32_t epoch;
+static __thread uint32_t stamp[DIM];
+static __thread uint32_t epoch;
 
 static void
 draw(uint32_t m, uint32_t *t)
@@ -189,11 +205,13 @@ build(uint32_t docs)
 	gi_store_params par;
 	gi_sparse_state st = {DIM, 0};
 	gi_store   *s = NULL;
-	uint32_t	per_call = 20000;
+	uint32_t	per_call = 50000;
 	size_t		room = (size_t) per_call * (DOC_NNZ + 20);
 	uint32_t   *lists = malloc(room * sizeof(uint32_t));
 	uint64_t   *keys = malloc(room * sizeof(uint64_t));
 	float	   *w = malloc(room * sizeof(float));
+	uint32_t   *off = malloc((per_call + 1) * sizeof(uint32_t));
+	const char *km = getenv("GI_BENCH_SPARSE_KEYS");
 	double		t0 = now_s();
 	double		tins = 0.0;
 	uint32_t	d0;
@@ -201,7 +219,7 @@ build(uint32_t docs)
 	memset(&par, 0, sizeof(par));
 	par.nlists = DIM;
 	par.record_bytes = 4;
-	par.key_mode = GI_KEYS_PER_LIST;
+	par.key_mode = km && strcmp(km, "any") == 0 ? GI_KEYS_ANY : GI_KEYS_PER_LIST;
 	if (C->store_create(&par, &s) != GI_OK ||
 		C->kinds[GI_KIND_SPARSE]->set_state(s, &st, sizeof(st)) != GI_OK)
 	{
@@ -211,23 +229,33 @@ build(uint32_t docs)
 	for (d0 = 0; d0 < docs; d0 += per_call)
 	{
 		uint32_t	nd = docs - d0 < per_call ? docs - d0 : per_call;
-		uint32_t	n = 0;
-		uint32_t	i;
-		uint32_t	j;
+		uint32_t	n;
+		int64_t		i;
 		uint64_t	done = 0;
 		double		t1;
 
+		/* each document from its own seed: its size, then (same draws again) its terms */
+		off[0] = 0;
 		for (i = 0; i < nd; i++)
 		{
-			uint32_t	m = DOC_NNZ - 20 + (uint32_t) (runif() * 41);
+			reseed(d0 + i);
+			off[i + 1] = off[i] + DOC_NNZ - 20 + (uint32_t) (runif() * 41);
+		}
+		n = off[nd];
+#pragma omp parallel for schedule(static, 256)
+		for (i = 0; i < nd; i++)
+		{
+			uint32_t	m;
+			uint32_t	j;
 
-			draw(m, lists + n);
+			reseed(d0 + i);
+			m = DOC_NNZ - 20 + (uint32_t) (runif() * 41);
+			draw(m, lists + off[i]);
 			for (j = 0; j < m; j++)
 			{
-				keys[n + j] = d0 + i + 1;
-				w[n + j] = (float) (0.05 + 3.0 * runif());
+				keys[off[i] + j] = d0 + i + 1;
+				w[off[i] + j] = (float) (0.05 + 3.0 * runif());
 			}
-			n += m;
 		}
 		t1 = now_s();
 		if (C->store_insert(s, n, lists, keys, w, &done) != GI_OK || done != n)
@@ -247,6 +275,7 @@ build(uint32_t docs)
 	free(lists);
 	free(keys);
 	free(w);
+	free(off);
 	return s;
 }
 
@@ -367,6 +396,7 @@ main(int argc, char **argv)
 	printf("device: %s; device-to-device copy %.0f GB/s (read + write)\n", C->device_name(NULL),
 		   bw_gbs);
 	zipf_init(1.0);
+	set_budget = (gi_cuda_sparse_set_budget_fn) dlsym(h, GI_CUDA_SPARSE_SET_BUDGET);
 	for (a = 2; a + 1 < argc || a == 2; a += 2)
 	{
 		uint32_t	docs = argc > a ? (uint32_t) atoi(argv[a]) : 50000;
@@ -376,7 +406,27 @@ main(int argc, char **argv)
 		size_t		i;
 
 		/* the asked shape at k 10 and 1000, then a batch sweep for the chooser */
+		if (getenv("GI_BENCH_SPARSE_BUDGET_MB") && set_budget)
+		{
+			/* the asked shape under each budget of the list, then the default */
+			char	   *list = strdup(getenv("GI_BENCH_SPARSE_BUDGET_MB"));
+
+			for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
+			{
+				set_budget((size_t) atol(tok) << 20);
+				printf("scratch budget %s MB\n", tok);
+				shape(s, docs, nq, 10, false);
+			}
+			set_budget(0);
+			printf("scratch budget: the default\n");
+			free(list);
+		}
 		shape(s, docs, nq, 10, false);
+		if (getenv("GI_BENCH_SPARSE_SHAPES") && strcmp(getenv("GI_BENCH_SPARSE_SHAPES"), "main") == 0)
+		{
+			C->store_destroy(s);
+			continue;
+		}
 		shape(s, docs, nq, 1000, false);
 		for (i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++)
 			if (sweep[i] != nq)

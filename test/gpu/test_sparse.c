@@ -43,6 +43,7 @@ typedef struct sp_docs
 	double	   *zipf;			/* [dim] cumulative Zipf probabilities */
 	uint32_t   *stamp;			/* [dim] distinct-term draws */
 	uint32_t	epoch;
+	float	   *bound;			/* [dim] largest |weight| ever inserted */
 } sp_docs;
 
 static void
@@ -55,6 +56,7 @@ sp_docs_init(sp_docs *d, uint32_t dim, double s)
 	d->dim = dim;
 	d->zipf = malloc(dim * sizeof(double));
 	d->stamp = calloc(dim, sizeof(uint32_t));
+	d->bound = calloc(dim, sizeof(float));
 	for (i = 0; i < dim; i++)
 	{
 		sum += 1.0 / pow(i + 1.0, s);
@@ -71,6 +73,7 @@ sp_docs_free(sp_docs *d)
 {
 	free(d->zipf);
 	free(d->stamp);
+	free(d->bound);
 	free(d->key);
 	free(d->live);
 	free(d->off);
@@ -238,6 +241,29 @@ sp_docs_add(sp_docs *d, rng *r, uint32_t n, bool big, uint64_t key_base)
 }
 
 /* insert documents [a, b) on both stores, in calls of about `batch` records */
+/* both stores' list bounds equal the largest |weight| the test inserted */
+static void
+sp_compare_bounds(pair *p, sp_docs *d, const char *when)
+{
+	float	   *hb = malloc(d->dim * sizeof(float));
+	float	   *cb = malloc(d->dim * sizeof(float));
+	gi_status	sh = H->kinds[GI_KIND_SPARSE]->list_bounds(p->h, 0, d->dim, hb);
+	gi_status	sc = C->kinds[GI_KIND_SPARSE]->list_bounds(p->c, 0, d->dim, cb);
+	uint32_t	bad = 0;
+
+	EXPECT(sh == GI_OK && sc == GI_OK, "%s: list bounds: host %d, cuda %d (%s)", when, sh, sc,
+		   C->last_error());
+	for (uint32_t t = 0; sh == GI_OK && sc == GI_OK && t < d->dim && bad < 5; t++)
+		if (hb[t] != d->bound[t] || cb[t] != d->bound[t])
+		{
+			EXPECT(false, "%s: list %u bound: host %g, cuda %g, inserted %g", when, t,
+				   hb[t], cb[t], d->bound[t]);
+			bad++;
+		}
+	free(hb);
+	free(cb);
+}
+
 static void
 sp_insert(pair *p, sp_docs *d, uint32_t a, uint32_t b, uint32_t batch, const char *when)
 {
@@ -258,6 +284,8 @@ sp_insert(pair *p, sp_docs *d, uint32_t a, uint32_t b, uint32_t batch, const cha
 		{
 			lists[n] = d->terms[j];
 			keys[n] = d->key[i];
+			if (fabsf(d->w[j]) > d->bound[d->terms[j]])
+				d->bound[d->terms[j]] = fabsf(d->w[j]);
 			n++;
 		}
 		d->live[i] = d->off[i + 1] > d->off[i];
@@ -265,13 +293,18 @@ sp_insert(pair *p, sp_docs *d, uint32_t a, uint32_t b, uint32_t batch, const cha
 	while (from < n)
 	{
 		uint64_t	m = n - from < batch ? n - from : batch;
+		const float *w = d->w + d->off[a] + from;
 
-		do_insert(p, (uint32_t) m, lists + from, keys + from, d->w + d->off[a] + from, when);
+		do_insert(p, (uint32_t) m, lists + from, keys + from, w, when);
+		/* as the service does after each insert */
+		H->kinds[GI_KIND_SPARSE]->inserted(p->h, (uint32_t) m, lists + from, w);
+		C->kinds[GI_KIND_SPARSE]->inserted(p->c, (uint32_t) m, lists + from, w);
 		from += m;
 	}
 	H->store_stats(p->h, &s1);
 	EXPECT(s1.rows - s0.rows == n, "%s: %" PRIu64 " of %" PRIu64 " records inserted (%s)", when,
 		   s1.rows - s0.rows, n, H->last_error());
+	sp_compare_bounds(p, d, when);
 	free(lists);
 	free(keys);
 }

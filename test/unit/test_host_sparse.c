@@ -112,7 +112,40 @@ insert_doc(gi_store *s, const doc *d)
 	assert_int_equal(ops->store_insert(s, d->nnz, d->terms, keys, d->weights, &n),
 					 GI_OK);
 	assert_int_equal(n, d->nnz);
+	/* the service tells the kind of every successful insert */
+	ops->kinds[GI_KIND_SPARSE]->inserted(s, d->nnz, d->terms, d->weights);
 	free(keys);
+}
+
+/*
+ * The list bounds equal the largest |weight| ever inserted into each list
+ * (docs[0..ever)) and are never below a live record's.
+ */
+static void
+check_bounds(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs)
+{
+	float	   *got = malloc(sizeof(float) * dim);
+	float	   *ever = calloc(dim, sizeof(float));
+
+	for (uint32_t d = 0; d < ndocs; d++)
+		for (uint32_t i = 0; i < docs[d].nnz; i++)
+		{
+			float		a = fabsf(docs[d].weights[i]);
+
+			if (a > ever[docs[d].terms[i]])
+				ever[docs[d].terms[i]] = a;
+		}
+	assert_int_equal(ops->kinds[GI_KIND_SPARSE]->list_bounds(s, 0, dim, got), GI_OK);
+	for (uint32_t t = 0; t < dim; t++)
+		if (got[t] != ever[t])
+			fail_msg("list %u: bound %g, largest |weight| inserted %g", t, got[t], ever[t]);
+	/* a window inside the lists, and one past their end */
+	assert_int_equal(ops->kinds[GI_KIND_SPARSE]->list_bounds(s, dim - 3, 3, got), GI_OK);
+	assert_true(got[2] == ever[dim - 1]);
+	assert_int_equal(ops->kinds[GI_KIND_SPARSE]->list_bounds(s, dim - 3, 4, got),
+					 GI_ERR_INVALID);
+	free(got);
+	free(ever);
 }
 
 static float
@@ -266,6 +299,7 @@ test_sparse_random(void **state)
 	for (uint32_t d = 0; d < ndocs; d++)
 		insert_doc(s, &docs[d]);
 	check_store(s);
+	check_bounds(s, dim, docs, ndocs);
 	check_queries(s, dim, docs, ndocs, 40, 12, 10);
 	check_queries(s, dim, docs, ndocs, 9, 30, 1000);
 
@@ -279,6 +313,8 @@ test_sparse_random(void **state)
 		docs[d].live = false;
 	}
 	check_store(s);
+	/* deletes leave the bounds where they were */
+	check_bounds(s, dim, docs, ndocs);
 	check_queries(s, dim, docs, ndocs, 40, 12, 7);
 	for (uint32_t d = 0; d < ndocs; d += 6)
 	{

@@ -28,6 +28,7 @@ typedef struct gi_host_sparse
 	double	   *acc;			/* [cap] score so far */
 	uint32_t   *stamp;			/* [cap] query that last touched it */
 	uint32_t   *touched;		/* [cap] ordinals touched by this query */
+	float	   *bound;			/* [dim] list bounds (gi_kind_sparse.h) */
 } gi_host_sparse;
 
 static void
@@ -38,6 +39,7 @@ gi_host_sparse_free(void *p)
 	free(hs->acc);
 	free(hs->stamp);
 	free(hs->touched);
+	free(hs->bound);
 	free(hs);
 }
 
@@ -61,8 +63,11 @@ gi_host_sparse_set_state(gi_store *store, const void *state, size_t bytes)
 		return GI_ERR_INVALID;
 	}
 	hs = calloc(1, sizeof(gi_host_sparse));
-	if (hs == NULL)
+	if (hs != NULL)
+		hs->bound = calloc(st->dim, sizeof(float));
+	if (hs == NULL || hs->bound == NULL)
 	{
+		free(hs);
 		gi_host_set_error("sparse set_state: out of memory");
 		return GI_ERR_NOMEM;
 	}
@@ -292,7 +297,34 @@ gi_host_sparse_search(gi_store *store, const void *params, uint32_t nq,
 	return GI_OK;
 }
 
+static void
+gi_host_sparse_inserted(gi_store *store, uint32_t n, const uint32_t *lists,
+						const void *payloads)
+{
+	gi_host_sparse *hs = gi_host_store_kind_state(store);
+
+	if (hs != NULL)
+		gi_sparse_bound_note(hs->bound, hs->st.dim, n, lists, payloads);
+}
+
+static gi_status
+gi_host_sparse_list_bounds(gi_store *store, uint32_t first, uint32_t n, float *out)
+{
+	gi_host_sparse *hs = gi_host_store_kind_state(store);
+
+	if (hs == NULL || first > hs->st.dim || n > hs->st.dim - first)
+	{
+		gi_host_set_error("sparse list bounds: lists %u to %u of a store without them",
+						  first, first + n);
+		return GI_ERR_INVALID;
+	}
+	memcpy(out, hs->bound + first, (size_t) n * sizeof(float));
+	return GI_OK;
+}
+
 const gi_kind_ops gi_host_sparse_kind = {
 	.set_state = gi_host_sparse_set_state,
 	.search = gi_host_sparse_search,
+	.inserted = gi_host_sparse_inserted,
+	.list_bounds = gi_host_sparse_list_bounds,
 };
