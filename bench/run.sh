@@ -13,20 +13,13 @@
 # Not part of the tests.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
 export PG_CONFIG=${PG_CONFIG:-pg_config}
-sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 embed=
 case " $* " in *minilm*) embed=--embed ;; esac
 py=$(bash "$here/setup/python.sh" $embed)
 case " $* " in *" --help "* | *" -h "*) exec "$py" "$here/bench.py" --help ;; esac
 
-if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
-	echo "bench: building and installing gpuindex" >&2
-	# GPUINDEX_MAKE_ARGS as in test/gpu/run-gpu.sh (e.g. with_llvm=no without clang-14)
-	make -s -C "$root" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} >/dev/null
-	sudo_if make -s -C "$root" PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} install >/dev/null
-fi
+bash "$here/setup/gpuindex.sh"
 bash "$here/setup/pgvector.sh" >/dev/null
 exec "$py" "$here/bench.py" "$@"

@@ -1,6 +1,7 @@
 -- A first, one-client gpusparse measurement from SQL (not the full benchmark
--- of bench/: no peers but the sequential scan).  Load docs.txt / queries.txt
--- of gen_synthetic.py into d and q first:
+-- of bench/sparse/run.py: no peers but the sequential scan).  Write docs.txt /
+-- queries.txt with `python3 bench/sparse/gen_synthetic.py 100k --tsv .` and load
+-- them into d and q first:
 --   CREATE TABLE d (id int, v spvec(30522)); CREATE TABLE q (id int, v spvec(30522));
 --   \copy d from docs.txt    \copy q from queries.txt
 SET jit = off;		-- its compile time would dwarf a 1 ms query

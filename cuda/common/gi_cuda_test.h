@@ -107,12 +107,21 @@ typedef void (*gi_cuda_set_copy_threads_fn) (int n);
 
 /*
  * Sparse kind: the device scratch budget of a search in bytes (0: the
- * default, min(1 GiB, half the free device memory)).  Tests set it small
+ * default, min(4 GiB, half the free device memory)).  Tests set it small
  * so that a search runs in several sub-batches of queries and ranges of
  * key ordinals.  Process-wide.
  */
 typedef void (*gi_cuda_sparse_set_budget_fn) (size_t bytes);
 #define GI_CUDA_SPARSE_SET_BUDGET "gi_cuda_sparse_set_budget"
+
+/*
+ * Sparse kind: how the term path groups its work (cuda/README.md): 1
+ * always by term and query block in slab order, 0 never, -1 the default
+ * (when a block's rows exceed half the L2).  Tests force both on small
+ * collections.  Process-wide.
+ */
+typedef void (*gi_cuda_sparse_set_slab_order_fn) (int mode);
+#define GI_CUDA_SPARSE_SET_SLAB_ORDER "gi_cuda_sparse_set_slab_order"
 
 /*
  * Sparse kind: what the store's last search did.  on = 1 times the phases

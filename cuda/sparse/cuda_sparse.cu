@@ -37,12 +37,19 @@
 #define GI_SP_COST_DOC 0.07
 
 static size_t gi_sp_budget_override;	/* test hook; 0: the default */
+static int	gi_sp_slab_order = -1;	/* test hook; -1: the default */
 static int	gi_sp_profiling;
 
 extern "C" void
 gi_cuda_sparse_set_budget(size_t bytes)
 {
 	gi_sp_budget_override = bytes;
+}
+
+extern "C" void
+gi_cuda_sparse_set_slab_order(int mode)
+{
+	gi_sp_slab_order = mode;
 }
 
 static double
@@ -953,7 +960,8 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 	pl.budget = gi_sp_budget();
 	gi_sp_plan_sizes(&pl, nq);
 	/* a query block's rows beyond half the L2: group by term, take chunks in slab order */
-	pl.by_slab = (size_t) GI_SP_QGROUP * pl.span * sizeof(double) > s->dev->l2_bytes / 2;
+	pl.by_slab = gi_sp_slab_order >= 0 ? gi_sp_slab_order == 1 :
+		(size_t) GI_SP_QGROUP * pl.span * sizeof(double) > s->dev->l2_bytes / 2;
 	st = gi_sp_reserve(sp, &pl);
 	if (st != GI_OK)
 		return st;

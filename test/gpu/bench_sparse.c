@@ -10,7 +10,10 @@
  * Environment: GI_BENCH_SPARSE_BUDGET_MB=A,B,... times the asked shape
  * under each scratch budget first (then the kind's default), GI_BENCH_SPARSE_KEYS=any builds the store without
  * the per-list key check (faster to build; the search is the same),
- * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10.
+ * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10,
+ * GI_BENCH_SPARSE_DUMP=DIR writes the (last) collection, the asked
+ * shape's first batch of queries and the kernel's top 10 of each there
+ * (CSR arrays, see dump_csr) for a reference outside the database.
  *
  * Documents: about 120 distinct terms each, Zipf (s = 1) over a
  * 30,522-term vocabulary, positive weights; queries: 30 terms from the
@@ -45,6 +48,100 @@
 static const gi_backend_ops *C;
 static gi_cuda_sparse_profile_fn prof_fn;
 static gi_cuda_sparse_set_budget_fn set_budget;
+static const char *dump_dir;
+
+/*
+ * Append rows to DIR/NAME.{indptr,indices,data}: int64 row starts (the
+ * first row's 0 only when first), int32 0-based columns, float32 values.
+ */
+static void
+dump_csr(const char *name, bool first, uint64_t base, uint32_t nrows, const uint32_t *off,
+		 const uint32_t *cols, const float *vals)
+{
+	char		path[4096];
+	FILE	   *f[3];
+	const char *ext[3] = {"indptr", "indices", "data"};
+	int			i;
+
+	for (i = 0; i < 3; i++)
+	{
+		snprintf(path, sizeof(path), "%s/%s.%s", dump_dir, name, ext[i]);
+		f[i] = fopen(path, first ? "wb" : "ab");
+		if (f[i] == NULL)
+		{
+			perror(path);
+			exit(1);
+		}
+	}
+	for (uint32_t r = first ? 0 : 1; r <= nrows; r++)
+	{
+		int64_t		at = (int64_t) (base + off[r]);
+
+		fwrite(&at, sizeof(at), 1, f[0]);
+	}
+	fwrite(cols, sizeof(uint32_t), off[nrows], f[1]);
+	fwrite(vals, sizeof(float), off[nrows], f[2]);
+	for (i = 0; i < 3; i++)
+		fclose(f[i]);
+}
+
+/* the queries of one packed batch as CSR, and their top 10 (keys - 1: row numbers) */
+static void
+dump_batch(gi_store *s, uint32_t nq, const unsigned char *qb, size_t qbytes)
+{
+	gi_sparse_search_params par = {DIM, GI_SPARSE_AUTO};
+	gi_hit	   *hits = malloc((size_t) nq * 10 * sizeof(gi_hit));
+	uint32_t   *found = malloc(nq * sizeof(uint32_t));
+	uint32_t   *off = malloc((nq + 1) * sizeof(uint32_t));
+	uint32_t   *cols = calloc((size_t) nq * QUERY_NNZ + 1, sizeof(uint32_t));
+	float	   *vals = calloc((size_t) nq * QUERY_NNZ + 1, sizeof(float));
+	char		path[4096];
+	FILE	   *f;
+	size_t		at = 0;
+
+	off[0] = 0;
+	for (uint32_t q = 0; q < nq; q++)
+	{
+		uint32_t	m;
+
+		memcpy(&m, qb + at, 4);
+		memcpy(cols + off[q], qb + at + 4, (size_t) m * 4);
+		memcpy(vals + off[q], qb + at + 4 + (size_t) m * 4, (size_t) m * 4);
+		off[q + 1] = off[q] + m;
+		at += gi_sparse_query_bytes(m);
+	}
+	dump_csr("queries", true, 0, nq, off, cols, vals);
+	if (C->kinds[GI_KIND_SPARSE]->search(s, &par, nq, qb, qbytes, 10, hits, found) != GI_OK)
+	{
+		fprintf(stderr, "search: %s\n", C->last_error());
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/topk.rows", dump_dir);
+	f = fopen(path, "wb");
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t r = 0; r < 10; r++)
+		{
+			int64_t		row = r < found[q] ? (int64_t) hits[q * 10 + r].key - 1 : -1;
+
+			fwrite(&row, sizeof(row), 1, f);
+		}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/topk.scores", dump_dir);
+	f = fopen(path, "wb");
+	for (uint32_t q = 0; q < nq * 10; q++)
+	{
+		float		sc = -hits[q].distance;
+
+		fwrite(&sc, sizeof(sc), 1, f);
+	}
+	fclose(f);
+	printf("dumped the collection, %u queries and their top 10 to %s\n", nq, dump_dir);
+	free(hits);
+	free(found);
+	free(off);
+	free(cols);
+	free(vals);
+}
 static double bw_gbs;
 
 /* per thread; documents reseed it from their number, so any thread count builds the same collection */
@@ -212,6 +309,7 @@ build(uint32_t docs)
 	float	   *w = malloc(room * sizeof(float));
 	uint32_t   *off = malloc((per_call + 1) * sizeof(uint32_t));
 	const char *km = getenv("GI_BENCH_SPARSE_KEYS");
+	uint64_t	dumped = 0;
 	double		t0 = now_s();
 	double		tins = 0.0;
 	uint32_t	d0;
@@ -257,6 +355,9 @@ build(uint32_t docs)
 				w[off[i] + j] = (float) (0.05 + 3.0 * runif());
 			}
 		}
+		if (dump_dir)
+			dump_csr("docs", d0 == 0, dumped, nd, off, lists, w);
+		dumped += n;
 		t1 = now_s();
 		if (C->store_insert(s, n, lists, keys, w, &done) != GI_OK || done != n)
 		{
@@ -339,6 +440,8 @@ shape(gi_store *s, uint32_t docs, uint32_t nq, uint32_t k, bool shared)
 
 	for (i = 0; i < 3; i++)
 		qb[i] = make_queries(nq, shared, &qbytes[i]);
+	if (dump_dir && !shared && k == 10)
+		dump_batch(s, nq, qb[0], qbytes[0]);
 	for (i = 0; i < 3; i++)
 	{
 		double		t = time_method(s, methods[i], nq, k, qb, qbytes, prof);
@@ -397,6 +500,7 @@ main(int argc, char **argv)
 		   bw_gbs);
 	zipf_init(1.0);
 	set_budget = (gi_cuda_sparse_set_budget_fn) dlsym(h, GI_CUDA_SPARSE_SET_BUDGET);
+	dump_dir = getenv("GI_BENCH_SPARSE_DUMP");
 	for (a = 2; a + 1 < argc || a == 2; a += 2)
 	{
 		uint32_t	docs = argc > a ? (uint32_t) atoi(argv[a]) : 50000;

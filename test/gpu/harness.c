@@ -45,6 +45,7 @@ gi_cuda_store_set_insert_chunk_fn cu_set_chunk;
 gi_cuda_fail_alloc_after_fn cu_fail;
 gi_cuda_set_copy_threads_fn cu_copy_threads;
 gi_cuda_sparse_set_budget_fn cu_sparse_budget;
+gi_cuda_sparse_set_slab_order_fn cu_sparse_slab_order;
 gi_cuda_sparse_profile_fn cu_sparse_profile;
 
 int			checks_failed;
@@ -547,6 +548,8 @@ load_module(const char *path)
 	cu_fail = (gi_cuda_fail_alloc_after_fn) dlsym(handle, GI_CUDA_FAIL_ALLOC_AFTER);
 	cu_copy_threads = (gi_cuda_set_copy_threads_fn) dlsym(handle, GI_CUDA_SET_COPY_THREADS);
 	cu_sparse_budget = (gi_cuda_sparse_set_budget_fn) dlsym(handle, GI_CUDA_SPARSE_SET_BUDGET);
+	cu_sparse_slab_order =
+		(gi_cuda_sparse_set_slab_order_fn) dlsym(handle, GI_CUDA_SPARSE_SET_SLAB_ORDER);
 	cu_sparse_profile = (gi_cuda_sparse_profile_fn) dlsym(handle, GI_CUDA_SPARSE_PROFILE);
 	if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||
 		!(C = entry()))

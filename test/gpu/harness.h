@@ -36,6 +36,7 @@ extern gi_cuda_store_set_insert_chunk_fn cu_set_chunk;
 extern gi_cuda_fail_alloc_after_fn cu_fail;
 extern gi_cuda_set_copy_threads_fn cu_copy_threads;	/* may be NULL */
 extern gi_cuda_sparse_set_budget_fn cu_sparse_budget;	/* may be NULL */
+extern gi_cuda_sparse_set_slab_order_fn cu_sparse_slab_order;	/* may be NULL */
 extern gi_cuda_sparse_profile_fn cu_sparse_profile;	/* may be NULL */
 
 /* ---- checks ---- */

@@ -5,7 +5,7 @@
 #   bash test/gpu/sparse-gpu.sh LOGDIR [parts...]
 # parts: sparse (the sparse tests), diff (the whole differential),
 # memcheck (compute-sanitizer memcheck on the sparse tests, scale 0.05),
-# racecheck (the same under racecheck, scale 0.02), bench50k (50K
+# racecheck (each way of the term path forced, under racecheck, scale 0.02), bench50k (50K
 # documents, batch 128), bench (50K / 128 and 1M / 500).  Each part's log
 # is LOGDIR/<part>.log; a summary line per part at the end.
 set -u
@@ -35,7 +35,7 @@ for p in "$@"; do
 	memcheck) run_part memcheck 300 env GI_TEST_SCALE=0.05 compute-sanitizer --tool memcheck \
 		--error-exitcode 1 "$test" "$so" sparse ;;
 	racecheck) run_part racecheck 300 env GI_TEST_SCALE=0.02 compute-sanitizer --tool racecheck \
-		--racecheck-report hazard --error-exitcode 1 "$test" "$so" "sparse: exact ties" ;;
+		--racecheck-report hazard --error-exitcode 1 "$test" "$so" "sparse: each way of the term path forced" ;;
 	bench50k) run_part bench50k 200 "$here/bench_sparse.run" "$so" 50000 128 ;;
 	bench) run_part bench 500 "$here/bench_sparse.run" "$so" 50000 128 1000000 500 ;;
 	esac

@@ -5,8 +5,9 @@
  *		of 1, 7 and 500 queries, k from 1 to 5,000, each scoring kernel
  *		forced and the chooser's pick, exact ties from identical
  *		documents, deletes, re-inserts and a sliding window, small scratch
- *		budgets (sub-batches of queries, ranges of key ordinals), and the
- *		store's key ordinals after random mutations.
+ *		budgets (sub-batches of queries, ranges of key ordinals), the
+ *		store's key ordinals after random mutations, and the same again with
+ *		each way of the term path forced.
  *
  * Hits must equal the host's key for key and distance for distance (the
  * host sums double products and rounds to float; so do the kernels), and
@@ -1093,6 +1094,37 @@ test_sparse_budget(void)
 }
 
 /*
+ * The term path's other way of working (units by term and query block,
+ * chunks in slab order through a work counter), which only collections
+ * larger than the tests' would take by default: forced on for the
+ * collection, ties, mutations (reused slabs and ordinals scramble the
+ * order) and budget tests, then forced off for the same, then back to
+ * the default.
+ */
+static void
+test_sparse_slab_order(void)
+{
+	static const int modes[] = {1, 0};
+
+	if (self_mode || cu_sparse_slab_order == NULL)
+	{
+		printf("  (no slab-order hook: the default only)\n");
+		return;
+	}
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]) && checks_failed < 10; m++)
+	{
+		printf("  term path %s\n", modes[m] ? "by term and query block, slab order"
+			   : "by (query, term), query order");
+		cu_sparse_slab_order(modes[m]);
+		test_sparse_random();
+		test_sparse_ties();
+		test_sparse_mutations();
+		test_sparse_budget();
+	}
+	cu_sparse_slab_order(-1);
+}
+
+/*
  * Key ordinals after random mutations: posting-list rows inserted and
  * deleted at random (many deletes, keys coming back), the store's check
  * hook verifying the ordinals every 10 operations.
@@ -1131,6 +1163,7 @@ static const test_case sparse_tests[] = {
 	{"sparse: deletes, re-inserts, sliding window", test_sparse_mutations, false},
 	{"sparse: small scratch budgets (sub-batches, ordinal ranges)", test_sparse_budget, false},
 	{"sparse: key ordinals after random mutations", test_sparse_ordinals, false},
+	{"sparse: each way of the term path forced", test_sparse_slab_order, false},
 };
 
 const test_suite sparse_suite = {sparse_tests, sizeof(sparse_tests) / sizeof(sparse_tests[0]),
