@@ -20,13 +20,15 @@ FROM generate_series(1, 1000) q;
 SELECT array_agg(v ORDER BY q) AS qs FROM ivf_q \gset
 
 SET gpuivf.probes = 3;
--- 1000 queries, 10 rows each, one search request to the service
+-- 1000 queries, 10 rows each, one search request to the service (served in
+-- one backend call, or a few slices when it takes longer than
+-- gpuindex.search_slice_ms: never a call per query)
 SELECT searches AS s0, search_batches AS b0 FROM gpuindex_stats
 WHERE indexrelid = 'ivf_docs_v'::regclass \gset
 -- (a column named ctid cannot go into a table as such: rename it)
 CREATE TABLE ivf_res AS
 SELECT query, ctid AS tid, distance FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10);
-SELECT searches - :s0 AS searches, search_batches - :b0 AS batches FROM gpuindex_stats
+SELECT searches - :s0 AS searches, search_batches - :b0 <= 1000 / 16 AS batched FROM gpuindex_stats
 WHERE indexrelid = 'ivf_docs_v'::regclass;
 SELECT count(*), count(DISTINCT query), min(query), max(query) FROM ivf_res;
 

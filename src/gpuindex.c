@@ -34,6 +34,7 @@ void		_PG_init(void);
 int			gi_device_choice = GI_DEVICE_AUTO;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
+int			gi_search_slice_ms = 2;
 bool		gi_debug_service_kmeans = false;
 
 static const struct config_enum_entry device_options[] = {
@@ -149,6 +150,17 @@ _PG_init(void)
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.search_slice_ms",
+							"Milliseconds of work the device service gives a large batch search before serving other requests.",
+							"A batch whose queries would take longer is searched a slice at a time, between "
+							"other sessions' requests, and stops when its statement is cancelled; 0 serves "
+							"every batch in one piece.",
+							&gi_search_slice_ms,
+							2, 0, 10000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuindex.batch_linger_us",

@@ -18,6 +18,16 @@ typedef struct GiWork
 	char	   *buf;			/* payload: slot->buf or the segment */
 	uint64		group;			/* search phase: the kind's grouping key */
 	bool		answered;
+
+	/*
+	 * A batch search served a slice a round (gi_search.c): its queries
+	 * copied out of the payload (the answer overwrites it), the queries
+	 * answered so far.  It stays in the service's hands between rounds.
+	 */
+	char	   *sliced;			/* NULL unless sliced */
+	Size		sliced_bytes;
+	uint32		sliced_done;
+	double		sliced_us;		/* its slices' cost per query (us); 0: none yet */
 } GiWork;
 
 extern void gi_reply(GiWork *w, GiReply reply);

@@ -1,21 +1,34 @@
 /*
  * gi_search.c
  *		Searches of one store, merged into as few backend calls as their
- *		parameters allow.
+ *		parameters allow; large batches served a slice a round.
  *
  * The store's kind checks each request and gives it a grouping key;
  * requests with the same k and key become one call of the backend's
  * search for that kind over their concatenated queries.  That is how many
  * single-row "ORDER BY ... LIMIT k" scans from different sessions reach
- * the device as one batched kernel launch.
+ * the device as one batched kernel launch.  A request whose queries would
+ * take longer than gpuindex.search_slice_ms (at the store's recent cost
+ * per query) is searched a slice of queries per round instead, so that
+ * other sessions' requests are served in between and a cancelled batch
+ * stops within a slice (docs/service.md).
  */
 #include "postgres.h"
 
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "gi_device.h"
 #include "gi_kind.h"
+#include "gi_service.h"
 #include "gi_store_requests.h"
+
+/* queries of a first slice, before the request's cost per query is known */
+#define GI_SLICE_FIRST	16
+
+/* a batch alone (no new request for GI_SLICE_QUIET_MS) gets slices this long */
+#define GI_SLICE_ALONE_MS	20
+#define GI_SLICE_QUIET_MS	100
 
 static GiKindSearch
 kind_search(GiWork *w)
@@ -70,6 +83,65 @@ search_ok(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
 	return true;
 }
 
+/*
+ * Whether a request of n queries is to be sliced: more than a first slice
+ * and, at the store's recent cost per query (any search), longer than
+ * gpuindex.search_slice_ms.
+ */
+static bool
+slice_wanted(const GiStoreEntry *e, uint32 n)
+{
+	if (gi_search_slice_ms <= 0 || n <= GI_SLICE_FIRST)
+		return false;
+	return e->us_per_query <= 0 || n * e->us_per_query > gi_search_slice_ms * 1000.0;
+}
+
+/*
+ * Queries of a sliced request's next slice, from its own slices' cost:
+ * gpuindex.search_slice_ms of work while other requests keep coming, up
+ * to GI_SLICE_ALONE_MS when none came for a while (fewer, larger calls
+ * for a batch that runs alone; still a bound on a cancel's delay).
+ */
+static uint32
+slice_queries(const GiWork *w)
+{
+	double		ms = gi_search_slice_ms;
+	double		n;
+
+	if (w->sliced_us <= 0)
+		return GI_SLICE_FIRST;
+	if (!TimestampDifferenceExceeds(gi_last_fresh_request, GetCurrentTimestamp(),
+									GI_SLICE_QUIET_MS))
+		ms = gi_search_slice_ms;
+	else
+		ms = Max(gi_search_slice_ms, GI_SLICE_ALONE_MS);
+	n = ms * 1000.0 / w->sliced_us;
+	return n < 1 ? 1 : n >= PG_UINT32_MAX ? PG_UINT32_MAX : (uint32) n;
+}
+
+static double
+ewma(double old, double now)
+{
+	return old <= 0 ? now : 0.7 * old + 0.3 * now;
+}
+
+/* one backend search, timed: its cost per query (microseconds) into *us */
+static gi_status
+timed_search(GiStoreEntry *e, const void *params, uint32 nq, const void *queries,
+			 Size query_bytes, uint32 k, gi_hit *hits, uint32 *found, double *us)
+{
+	TimestampTz t0 = GetCurrentTimestamp();
+	gi_status	st;
+
+	st = gi_ops->kinds[e->kind]->search(e->store, params, nq, queries, query_bytes, k,
+										hits, found);
+	*us = (double) (GetCurrentTimestamp() - t0) / Max(nq, 1);
+	e->us_per_query = ewma(e->us_per_query, *us);
+	e->search_batches++;
+	e->searches += nq;
+	return st;
+}
+
 static int
 cmp_search(const void *a, const void *b)
 {
@@ -101,6 +173,7 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	gi_hit	   *hits;
 	uint32	   *found;
 	gi_status	st;
+	double		us;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -128,10 +201,7 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	hits = palloc_extended(nq * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
 	found = palloc_extended(nq * sizeof(uint32), MCXT_ALLOC_HUGE);
 
-	st = gi_ops->kinds[e->kind]->search(e->store, params.bytes, (uint32) nq,
-										queries, query_bytes, k, hits, found);
-	e->search_batches++;
-	e->searches += nq;
+	st = timed_search(e, params.bytes, (uint32) nq, queries, query_bytes, k, hits, found, &us);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -152,17 +222,91 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	}
 }
 
+/* the request's queries out of its payload, which its answer overwrites */
+static void
+slice_begin(GiWork *w)
+{
+	w->sliced = MemoryContextAllocHuge(TopMemoryContext, Max(w->slot->in_size, 1));
+	memcpy(w->sliced, w->buf, w->slot->in_size);
+	w->sliced_bytes = 0;
+	w->sliced_done = 0;
+	w->sliced_us = 0;
+}
+
+/* the next slice of a sliced request; answered after the last */
+static void
+search_slice(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
+{
+	GiSlot	   *slot = w->slot;
+	uint32		n = slot->args.n;
+	uint32		k = slot->args.k;
+	uint32		cnt = Min(n - w->sliced_done, slice_queries(w));
+	GiReqArgs	args = slot->args;
+	GiKindSearch ks;
+	union
+	{
+		char		bytes[GI_KARGS_BYTES];
+		uint64		align;
+	}			params;
+	const void *queries;
+	Size		query_bytes;
+	gi_hit	   *hits;
+	uint32	   *found;
+	gi_status	st;
+	double		us;
+
+	args.n = cnt;
+	ks.args = &args;
+	ks.queries = w->sliced + w->sliced_bytes;
+	ks.query_bytes = kind->queries_size(e->summary, ks.queries, cnt);
+	memset(&params, 0, sizeof(params));
+	queries = kind->merge_search(e->summary, &ks, 1, params.bytes, &query_bytes);
+	hits = palloc_extended((Size) cnt * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
+	found = palloc_extended((Size) cnt * sizeof(uint32), MCXT_ALLOC_HUGE);
+	st = timed_search(e, params.bytes, cnt, queries, query_bytes, k, hits, found, &us);
+	if (st != GI_OK)
+	{
+		gi_reply_status(w, st);
+		return;
+	}
+	w->sliced_us = ewma(w->sliced_us, us);
+	memcpy(w->buf + (Size) w->sliced_done * k * sizeof(gi_hit), hits,
+		   (Size) cnt * k * sizeof(gi_hit));
+	memcpy(gi_search_found(w->buf, n, k) + w->sliced_done, found, (Size) cnt * sizeof(uint32));
+	w->sliced_done += cnt;
+	w->sliced_bytes += ks.query_bytes;
+	if (w->sliced_done == n)
+	{
+		slot->rargs.count = n;
+		slot->rargs.out_size = gi_search_out_size(n, k);
+		gi_reply(w, GI_REPLY_OK);
+	}
+}
+
 void
 gi_search_group(GiStoreEntry *e, GiWork **group, int ngroup)
 {
 	const GiServiceKind *kind = gi_kind_get(e->kind);
+	GiWork	  **sliced = palloc(sizeof(GiWork *) * Max(ngroup, 1));
+	int			nsliced = 0;
 	int			nvalid = 0;
 
 	if (kind == NULL)
 		elog(ERROR, "gpuindex store of unknown kind %u", e->kind);
 	for (int i = 0; i < ngroup; i++)
-		if (search_ok(e, kind, group[i]))
-			group[nvalid++] = group[i];
+	{
+		GiWork	   *w = group[i];
+
+		/* a sliced request was checked when its first slice was served */
+		if (w->sliced == NULL && !search_ok(e, kind, w))
+			continue;
+		if (w->sliced == NULL && slice_wanted(e, w->slot->args.n))
+			slice_begin(w);
+		if (w->sliced != NULL)
+			sliced[nsliced++] = w;
+		else
+			group[nvalid++] = w;
+	}
 
 	qsort(group, nvalid, sizeof(GiWork *), cmp_search);
 	for (int i = 0; i < nvalid;)
@@ -174,4 +318,8 @@ gi_search_group(GiStoreEntry *e, GiWork **group, int ngroup)
 		search_merged(e, kind, group + i, j - i);
 		i = j;
 	}
+
+	/* the round's other requests first: a slice makes them wait least there */
+	for (int i = 0; i < nsliced; i++)
+		search_slice(e, kind, sliced[i]);
 }

@@ -11,6 +11,8 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #include "gi_protocol.h"
 
 /* gpuindex.device */
@@ -24,10 +26,14 @@ typedef enum GiDeviceChoice
 extern int	gi_device_choice;
 extern int	gi_memory_limit_mb;
 extern int	gi_batch_linger_us;
+extern int	gi_search_slice_ms;
 extern bool gi_debug_service_kmeans;
 
 /* service-wide counters, for gpuindex_service() */
 extern uint64 gi_requests_total;
+
+/* when the service last took a new request (sliced searches size their slices by it) */
+extern TimestampTz gi_last_fresh_request;
 extern uint64 gi_rounds_total;
 extern uint64 gi_requests_by_type[GI_REQ_NTYPES];
 

@@ -38,6 +38,7 @@ typedef struct GiStoreEntry
 	/* counters for gpuindex_stats */
 	uint64		searches;
 	uint64		search_batches;
+	double		us_per_query;	/* recent search cost, for slicing; 0: unknown */
 	uint64		insert_requests;
 	uint64		insert_batches;
 	uint64		delete_requests;

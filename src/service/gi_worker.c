@@ -39,6 +39,7 @@ PGDLLEXPORT void gi_service_main(Datum main_arg);
 #define GI_SERVICE_SPIN_US	50
 
 uint64		gi_requests_total = 0;
+TimestampTz gi_last_fresh_request = 0;
 uint64		gi_rounds_total = 0;
 uint64		gi_requests_by_type[GI_REQ_NTYPES];
 
@@ -109,14 +110,58 @@ collect(GiWork *work, int nwork, int max)
 		{
 			GiWork	   *w = &work[nwork++];
 
+			gi_last_fresh_request = GetCurrentTimestamp();
 			w->slot = slot;
 			w->seg = NULL;
 			w->buf = slot->buf;
 			w->group = 0;
 			w->answered = false;
+			w->sliced = NULL;
+			w->sliced_bytes = 0;
+			w->sliced_done = 0;
+			w->sliced_us = 0;
 		}
 	}
 	return nwork;
+}
+
+/*
+ * Sliced searches still in our hands from the last round (gi_search.c)
+ * go first into work[]; one whose backend gave up on it (a cancelled
+ * statement) is dropped here, so that it costs no more work.
+ */
+static GiWork *carried;
+static int	ncarried;
+
+static int
+take_carried(GiWork *work)
+{
+	int			n = 0;
+
+	for (int i = 0; i < ncarried; i++)
+	{
+		GiWork	   *w = &carried[i];
+		GiSlot	   *slot = w->slot;
+		bool		keep;
+
+		SpinLockAcquire(&slot->mutex);
+		keep = slot->state == GI_SLOT_RUNNING;
+		if (!keep)
+			slot->state = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+		if (keep)
+		{
+			work[n++] = *w;
+			continue;
+		}
+		elog(DEBUG1, "gpuindex device service: dropped a cancelled batch search after %u of %u queries",
+			 w->sliced_done, slot->args.n);
+		if (w->seg)
+			dsm_detach(w->seg);
+		pfree(w->sliced);
+	}
+	ncarried = 0;
+	return n;
 }
 
 /*
@@ -133,6 +178,9 @@ attach_payloads(GiWork *work, int nwork)
 		GiWork	   *w = &work[i];
 		GiSlot	   *slot = w->slot;
 		Size		buflen = GI_SLOT_INLINE;
+
+		if (w->sliced != NULL)
+			continue;			/* carried: attached and checked before */
 
 		if (slot->dsm != DSM_HANDLE_INVALID)
 		{
@@ -153,7 +201,7 @@ attach_payloads(GiWork *work, int nwork)
 	}
 }
 
-/* publish answers and wake the backends */
+/* publish answers and wake the backends; keep unfinished sliced searches */
 static void
 finish_round(GiWork *work, int nwork)
 {
@@ -163,6 +211,16 @@ finish_round(GiWork *work, int nwork)
 		GiSlot	   *slot = w->slot;
 		Latch	   *latch = NULL;
 
+		if (w->sliced != NULL && !w->answered)
+		{
+			carried[ncarried++] = *w;
+			continue;
+		}
+		if (w->sliced != NULL)
+		{
+			pfree(w->sliced);
+			w->sliced = NULL;
+		}
 		if (!w->answered)
 			gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
 						   "gpuindex device service did not answer request type %d",
@@ -215,6 +273,42 @@ service_restart(const char *why)
 	proc_exit(1);
 }
 
+/* one round over work[0..nwork): payloads, the requests, the answers */
+static void
+run_round(GiWork *work, int nwork, MemoryContext round_cxt)
+{
+	MemoryContextSwitchTo(round_cxt);
+	PG_TRY();
+	{
+		gi_kmeans_maintain();
+		attach_payloads(work, nwork);
+		gi_dispatch_round(work, nwork);
+	}
+	PG_CATCH();
+	{
+		/*
+		 * A PostgreSQL error inside the service (out of memory, say) fails
+		 * this round's requests, not the service and its stores.
+		 */
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		for (int i = 0; i < nwork; i++)
+			if (!work[i].answered)
+				gi_reply_error(&work[i], edata->sqlerrcode,
+							   "gpuindex device service: %s", edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	finish_round(work, nwork);
+	if (gi_service_restart_pending)
+		service_restart("the compute backend reported a device error");
+	MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContextReset(round_cxt);
+}
+
 void
 gi_service_main(Datum main_arg)
 {
@@ -235,6 +329,7 @@ gi_service_main(Datum main_arg)
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "gpuindex round",
 									  ALLOCSET_DEFAULT_SIZES);
 	work = MemoryContextAllocZero(TopMemoryContext, sizeof(GiWork) * maxwork);
+	carried = MemoryContextAllocZero(TopMemoryContext, sizeof(GiWork) * maxwork);
 
 	before_shmem_exit(gi_service_detach, (Datum) 0);
 	SpinLockAcquire(&gi_shared->mutex);
@@ -273,7 +368,7 @@ gi_service_main(Datum main_arg)
 		}
 
 		nwork = collect(work, 0, maxwork);
-		if (nwork == 0 && GetCurrentTimestamp() < spin_until)
+		if (nwork == 0 && ncarried == 0 && GetCurrentTimestamp() < spin_until)
 		{
 			/*
 			 * Right after a round more requests are likely (a client's next
@@ -283,55 +378,37 @@ gi_service_main(Datum main_arg)
 			pg_spin_delay();
 			continue;
 		}
-		if (nwork == 0)
+		if (nwork == 0 && ncarried == 0)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
 							 PG_WAIT_EXTENSION);
 			continue;
 		}
-		if (gi_batch_linger_us > 0 && nwork < maxwork)
+		if (nwork > 0 && gi_batch_linger_us > 0 && nwork < maxwork)
 		{
 			/* trade a little latency for larger batches */
 			pg_usleep(gi_batch_linger_us);
 			nwork = collect(work, nwork, maxwork);
 		}
 
-		gi_rounds_total++;
-		gi_requests_total += nwork;
-		for (int i = 0; i < nwork; i++)
-			if (work[i].slot->type > 0 && work[i].slot->type < GI_REQ_NTYPES)
-				gi_requests_by_type[work[i].slot->type]++;
-
-		MemoryContextSwitchTo(round_cxt);
-		PG_TRY();
+		/*
+		 * New requests first, answered at the end of their own round; then
+		 * a slice of each sliced batch search in a round of their own, so
+		 * that a request that arrived during a slice waits for the rest of
+		 * that slice only.
+		 */
+		if (nwork > 0)
 		{
-			gi_kmeans_maintain();
-			attach_payloads(work, nwork);
-			gi_dispatch_round(work, nwork);
-		}
-		PG_CATCH();
-		{
-			/*
-			 * A PostgreSQL error inside the service (out of memory, say)
-			 * fails this round's requests, not the service and its stores.
-			 */
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(TopMemoryContext);
-			edata = CopyErrorData();
-			FlushErrorState();
+			gi_rounds_total++;
+			gi_requests_total += nwork;
 			for (int i = 0; i < nwork; i++)
-				if (!work[i].answered)
-					gi_reply_error(&work[i], edata->sqlerrcode,
-								   "gpuindex device service: %s", edata->message);
-			FreeErrorData(edata);
+				if (work[i].slot->type > 0 && work[i].slot->type < GI_REQ_NTYPES)
+					gi_requests_by_type[work[i].slot->type]++;
+			run_round(work, nwork, round_cxt);
 		}
-		PG_END_TRY();
-		finish_round(work, nwork);
-		if (gi_service_restart_pending)
-			service_restart("the compute backend reported a device error");
-		MemoryContextSwitchTo(TopMemoryContext);
-		MemoryContextReset(round_cxt);
+		nwork = take_carried(work);
+		if (nwork > 0)
+			run_round(work, nwork, round_cxt);
 		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;
 	}
 }

@@ -64,6 +64,12 @@ typedef struct GiServiceKind
 	const void *(*merge_search) (const void *summary, const GiKindSearch *reqs,
 								 int n, void *params, Size *query_bytes);
 
+	/*
+	 * The bytes the first n queries of a checked request take at the start
+	 * of its payload (a large batch is searched a slice at a time).
+	 */
+	Size		(*queries_size) (const void *summary, const char *queries, uint32 n);
+
 	/* gpuindex_stats: the store's dimension (0: none) and metric ("": none) */
 	void		(*describe) (const void *summary, uint32 *dim, char *metric,
 							 Size metric_len);

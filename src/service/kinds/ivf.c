@@ -104,6 +104,14 @@ ivf_merge_search(const void *summary, const GiKindSearch *reqs, int n,
 	return gi_kind_concat_queries(reqs, n, query_bytes);
 }
 
+static Size
+ivf_queries_size(const void *summary, const char *queries, uint32 n)
+{
+	const gi_ivf_state *st = summary;
+
+	return (Size) n * st->dim * sizeof(float);
+}
+
 static void
 ivf_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
 {
@@ -120,5 +128,6 @@ const GiServiceKind gi_kind_ivf = {
 	.check_state = ivf_check_state,
 	.check_search = ivf_check_search,
 	.merge_search = ivf_merge_search,
+	.queries_size = ivf_queries_size,
 	.describe = ivf_describe,
 };

@@ -97,6 +97,21 @@ sparse_merge_search(const void *summary, const GiKindSearch *reqs, int n,
 	return gi_kind_concat_queries(reqs, n, query_bytes);
 }
 
+static Size
+sparse_queries_size(const void *summary, const char *queries, uint32 n)
+{
+	Size		at = 0;
+
+	for (uint32 i = 0; i < n; i++)
+	{
+		uint32		nnz;
+
+		memcpy(&nnz, queries + at, sizeof(uint32));
+		at += gi_sparse_query_bytes(nnz);
+	}
+	return at;
+}
+
 static void
 sparse_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
 {
@@ -112,5 +127,6 @@ const GiServiceKind gi_kind_sparse = {
 	.check_state = sparse_check_state,
 	.check_search = sparse_check_search,
 	.merge_search = sparse_merge_search,
+	.queries_size = sparse_queries_size,
 	.describe = sparse_describe,
 };

@@ -1,0 +1,107 @@
+#!/bin/bash
+# One role's large batch must not stall the others: while a session's
+# gpuivf_search of many queries runs, another session's single searches
+# keep a low p99 (the service serves the batch a slice at a time,
+# gpuindex.search_slice_ms), and once the batch's statement is cancelled
+# (statement_timeout) the service stops working on it within about a slice.
+# GPUINDEX_TEST_SLICE_MS=0 runs the same with slicing off (to see it fail).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/lib.sh"
+
+: "${GPUINDEX_TEST_DEVICE:=cpu}"
+dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-slicing-test}
+port=$((${GPUINDEX_TEST_PORT_SLICING:-54389} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
+slice=${GPUINDEX_TEST_SLICE_MS:-2}
+rm -rf "$dir"
+trap 'cluster_stop "$dir"' EXIT
+q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
+
+cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.search_slice_ms = $slice" || exit 1
+q "CREATE EXTENSION gpuindex" >/dev/null
+q "SELECT setseed(0.5);
+   CREATE TABLE t (id int PRIMARY KEY, v real[]);
+   INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 64) WHERE i > 0)
+   FROM generate_series(1, 20000) i;
+   CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = 32);
+   CREATE TABLE qs AS SELECT array_agg(v) AS a FROM (SELECT v FROM t, generate_series(1, 3) ORDER BY id LIMIT 60000) s;
+   CREATE TABLE lat (ms float8);" >/dev/null
+searches() { q "SELECT searches FROM gpuindex_stats WHERE index_name = 't_v_idx'" | tail -1; }
+# warm the store (loaded on first use)
+q "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 1) LIMIT 10) s" >/dev/null
+
+# session B: 400 single searches while the batch runs, each timed
+cluster_psql "$dir" $port -Atc "SET enable_seqscan = off; SET gpuivf.probes = 2;
+  DO \$\$ DECLARE t0 timestamptz; qv real[]; n int; BEGIN
+    PERFORM pg_sleep(0.3);
+    FOR i IN 1 .. 400 LOOP
+      SELECT v INTO qv FROM t WHERE id = i;
+      t0 := clock_timestamp();
+      SELECT count(*) INTO n FROM (SELECT id FROM t ORDER BY v <-> qv LIMIT 10) s;
+      INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
+    END LOOP; END \$\$" >/dev/null 2>&1 &
+bpid=$!
+# session A: the batch, all lists probed, cancelled after 3 s
+out=$(q "SET statement_timeout = '3s'; SET gpuivf.probes = 32;
+         SELECT count(*) FROM gpuivf_search('t_v_idx', (SELECT a FROM qs), 10)")
+case "$out" in *"canceling statement due to statement timeout"*) a_cancelled=1 ;; *) a_cancelled=0; echo "# batch: $out" ;; esac
+check "the batch outlives its 3 s statement_timeout (the test's premise)" 1 "$a_cancelled"
+
+wait $bpid
+stats=$(q "SELECT count(*), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+                  round(max(ms)::numeric, 2), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM lat")
+echo "# single searches during the batch: count, p99 ms, max ms, p50 ms: $stats"
+IFS='|' read -r n p99 max p50 <<<"$stats"
+check "single searches ran during the batch" 400 "$n"
+check "single searches keep p99 < 5 ms while another session's batch runs" 1 \
+	"$(awk -v p="$p99" 'BEGIN { print (p < 5) ? 1 : 0 }')"
+check "no single search waits 50 ms or more for the batch" 1 \
+	"$(awk -v p="$max" 'BEGIN { print (p < 50) ? 1 : 0 }')"
+
+# Cancelled alone: once the statement is cancelled the service must stop
+# working on it: a search right after answers at once, and the store
+# counts no searched queries in the second that follows.
+out=$(q "SET statement_timeout = '1s'; SET gpuivf.probes = 32;
+         SELECT count(*) FROM gpuivf_search('t_v_idx', (SELECT a FROM qs), 10)")
+case "$out" in *"canceling statement due to statement timeout"*) ;; *) echo "# batch: $out" ;; esac
+after=$(q "SET enable_seqscan = off; SET gpuivf.probes = 2;
+  DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); n int; BEGIN
+    SELECT count(*) INTO n FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 10) s;
+    RAISE NOTICE 'took % ms', round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric, 2);
+  END \$\$" | sed -n 's/.*took \([0-9.]*\) ms.*/\1/p' | tail -1)
+echo "# a single search right after the cancel: ${after:-?} ms"
+check "a search right after a cancelled batch answers within 50 ms" 1 \
+	"$(awk -v p="${after:-99999}" 'BEGIN { print (p < 50) ? 1 : 0 }')"
+s1=$(searches)
+sleep 1
+s2=$(searches)
+echo "# queries searched in the second after: $((s2 - s1))"
+check "a cancelled batch stops costing the service work" 0 "$((s2 - s1))"
+
+# A sliced sparse batch (variable-size queries) answers as the sequential
+# scan: 3,000 queries of 1 to 12 terms over 5,000 documents, top 5 of each,
+# compared for 40 of them.
+q "SELECT setseed(0.25);
+   CREATE TABLE sd (id int PRIMARY KEY, v spvec(500));
+   INSERT INTO sd SELECT i, (SELECT spvec(array_agg(t ORDER BY t), array_agg(w ORDER BY t), 500)
+     FROM (SELECT t, random()::real AS w FROM (SELECT DISTINCT (1 + floor(500 * random() ^ 2))::int AS t
+           FROM generate_series(1, 30) WHERE i > 0) a) b) FROM generate_series(1, 5000) i;
+   CREATE INDEX sd_v_idx ON sd USING gpusparse (v);
+   CREATE TABLE sq AS SELECT j, (SELECT spvec(array_agg(t ORDER BY t), array_agg(1::real), 500)
+     FROM (SELECT DISTINCT (1 + floor(500 * random() ^ 2))::int AS t
+           FROM generate_series(1, 1 + j % 12) WHERE j > 0) a) AS v FROM generate_series(1, 3000) j;" >/dev/null
+b0=$(q "SELECT search_batches FROM gpuindex_stats WHERE index_name = 'sd_v_idx'" | tail -1)
+q "CREATE TABLE sres AS SELECT query, key AS id, distance
+   FROM gpusparse_search('sd_v_idx', (SELECT array_agg(v ORDER BY j) FROM sq), 5, 'id', NULL::int)" >/dev/null
+b1=$(q "SELECT search_batches FROM gpuindex_stats WHERE index_name = 'sd_v_idx'" | tail -1)
+echo "# the sparse batch took $((b1 - b0)) backend calls"
+check "the sparse batch was served in slices" 1 "$(( b1 - b0 > 1 ))"
+wrong=$(q "SET enable_indexscan = off; SET enable_bitmapscan = off;
+  SELECT count(*) FROM sq WHERE j % 75 = 0 AND
+    (SELECT array_agg(id ORDER BY distance, id) FROM sres WHERE query = j) IS DISTINCT FROM
+    (SELECT array_agg(id ORDER BY d, id) FROM (SELECT id, v <#> sq.v AS d FROM sd ORDER BY d, id LIMIT 5) x)" | tail -1)
+check "a sliced sparse batch answers as the sequential scan" 0 "$wrong"
+
+echo "service slicing: $TESTS_PASSED passed, $TESTS_FAILED failed"
+[ "$TESTS_FAILED" = 0 ]
