@@ -25,11 +25,20 @@ q "SELECT setseed(0.5);
    INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 64) WHERE i > 0)
    FROM generate_series(1, 20000) i;
    CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = 32);
-   CREATE TABLE qs AS SELECT array_agg(v) AS a FROM (SELECT v FROM t, generate_series(1, 3) ORDER BY id LIMIT 60000) s;
    CREATE TABLE lat (ms float8);" >/dev/null
 searches() { q "SELECT searches FROM gpuindex_stats WHERE index_name = 't_v_idx'" | tail -1; }
 # warm the store (loaded on first use)
 q "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 1) LIMIT 10) s" >/dev/null
+# a batch that takes about 8 s on this backend (timed on 2,000 queries), at least 60,000 queries
+t0=$(date +%s%N)
+q "SET gpuivf.probes = 32; SELECT count(*) FROM gpuivf_search('t_v_idx',
+     (SELECT array_agg(v) FROM (SELECT v FROM t ORDER BY id LIMIT 2000) s), 10)" >/dev/null
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+nq=$(( 8000 * 2000 / (ms > 0 ? ms : 1) ))
+nq=$(( nq < 60000 ? 60000 : nq > 2000000 ? 2000000 : nq ))
+echo "# 2,000 queries took ${ms} ms: the batch has $nq queries"
+q "CREATE TABLE qs AS SELECT array_agg(v) AS a FROM
+     (SELECT v FROM t, generate_series(1, ($nq + 19999) / 20000) ORDER BY id LIMIT $nq) s" >/dev/null
 
 # session B: 400 single searches while the batch runs, each timed
 cluster_psql "$dir" $port -Atc "SET enable_seqscan = off; SET gpuivf.probes = 2;
