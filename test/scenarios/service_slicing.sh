@@ -13,6 +13,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-slicing-test}
 port=$((${GPUINDEX_TEST_PORT_SLICING:-54389} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 slice=${GPUINDEX_TEST_SLICE_MS:-2}
+# rows of the table: a GPU answers even millions of queries over 20,000 rows
+# within the timeout, and a batch is at most a 1 GB array
+if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then rows=${GPUINDEX_TEST_SLICING_ROWS:-400000}; else rows=${GPUINDEX_TEST_SLICING_ROWS:-20000}; fi
 rm -rf "$dir"
 trap 'cluster_stop "$dir"' EXIT
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
@@ -23,7 +26,7 @@ q "CREATE EXTENSION gpuindex" >/dev/null
 q "SELECT setseed(0.5);
    CREATE TABLE t (id int PRIMARY KEY, v real[]);
    INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 64) WHERE i > 0)
-   FROM generate_series(1, 20000) i;
+   FROM generate_series(1, $rows) i;
    CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = 32);
    CREATE TABLE lat (ms float8);" >/dev/null
 searches() { q "SELECT searches FROM gpuindex_stats WHERE index_name = 't_v_idx'" | tail -1; }
@@ -38,7 +41,7 @@ nq=$(( 8000 * 2000 / (ms > 0 ? ms : 1) ))
 nq=$(( nq < 60000 ? 60000 : nq > 2000000 ? 2000000 : nq ))
 echo "# 2,000 queries took ${ms} ms: the batch has $nq queries"
 q "CREATE TABLE qs AS SELECT array_agg(v) AS a FROM
-     (SELECT v FROM t, generate_series(1, ($nq + 19999) / 20000) ORDER BY id LIMIT $nq) s" >/dev/null
+     (SELECT v FROM t, generate_series(1, ($nq + $rows - 1) / $rows) LIMIT $nq) s" >/dev/null
 
 # session B: 400 single searches while the batch runs, each timed
 cluster_psql "$dir" $port -Atc "SET enable_seqscan = off; SET gpuivf.probes = 2;
@@ -51,7 +54,7 @@ cluster_psql "$dir" $port -Atc "SET enable_seqscan = off; SET gpuivf.probes = 2;
       INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
     END LOOP; END \$\$" >/dev/null 2>&1 &
 bpid=$!
-# session A: the batch, all lists probed, cancelled after 3 s
+# session A: the batch, all lists probed, cancelled after 3 s ($rows rows)
 out=$(q "SET statement_timeout = '3s'; SET gpuivf.probes = 32;
          SELECT count(*) FROM gpuivf_search('t_v_idx', (SELECT a FROM qs), 10)")
 case "$out" in *"canceling statement due to statement timeout"*) a_cancelled=1 ;; *) a_cancelled=0; echo "# batch: $out" ;; esac
