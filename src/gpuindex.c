@@ -34,7 +34,8 @@ void		_PG_init(void);
 int			gi_device_choice = GI_DEVICE_AUTO;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
-int			gi_search_slice_ms = 2;
+int			gi_search_slice_ms = 1;
+int			gi_role_memory_limit_mb = 0;
 bool		gi_debug_service_kmeans = false;
 
 static const struct config_enum_entry device_options[] = {
@@ -158,9 +159,19 @@ _PG_init(void)
 							"other sessions' requests, and stops when its statement is cancelled; 0 serves "
 							"every batch in one piece.",
 							&gi_search_slice_ms,
-							2, 0, 10000,
+							1, 0, 10000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.role_memory_limit",
+							"Memory the stores of the indexes one role owns may use together, in megabytes (0: no limit).",
+							"Within gpuindex.memory_limit: inserts and loads of a role's indexes that would pass "
+							"it fail with an error, so one role cannot take the stores' memory from others.",
+							&gi_role_memory_limit_mb,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuindex.batch_linger_us",

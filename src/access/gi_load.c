@@ -39,6 +39,7 @@ gi_load(Relation index, GiLoadSpec *spec)
 	call.key = load.key;
 	call.args.relfilenode = load.relfilenode;
 	call.args.kind = spec->kind;
+	call.args.owner = index->rd_rel->relowner;
 	call.in = spec->state;
 	call.in_size = spec->state_size;
 	gi_call(&call);

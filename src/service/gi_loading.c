@@ -125,6 +125,7 @@ gi_load_begin(GiWork *w)
 	}
 	e = gi_store_enter(&slot->key, &found);
 	e->kind = a->kind;
+	e->owner = a->owner;
 	e->summary = summary;
 	e->device = gi_stores_emptiest_device();
 

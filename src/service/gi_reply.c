@@ -8,6 +8,7 @@
 #include "gi_device.h"
 #include "gi_reply.h"
 #include "gi_service.h"
+#include "gi_stores.h"
 
 void
 gi_reply(GiWork *w, GiReply reply)
@@ -56,8 +57,13 @@ gi_reply_status(GiWork *w, gi_status st)
 			sqlstate = ERRCODE_SYSTEM_ERROR;
 			break;
 	}
-	gi_reply_error(w, sqlstate, "gpuindex %s backend: %s",
-				   gi_ops->name, gi_ops->last_error());
+	if (st == GI_ERR_LIMIT && gi_budget_by_role)
+		gi_reply_error(w, sqlstate,
+					   "gpuindex stores of the index's owner would pass gpuindex.role_memory_limit (%d MB)",
+					   gi_role_memory_limit_mb);
+	else
+		gi_reply_error(w, sqlstate, "gpuindex %s backend: %s",
+					   gi_ops->name, gi_ops->last_error());
 }
 
 bool

@@ -25,6 +25,7 @@ typedef enum GiDeviceChoice
 
 extern int	gi_device_choice;
 extern int	gi_memory_limit_mb;
+extern int	gi_role_memory_limit_mb;
 extern int	gi_batch_linger_us;
 extern int	gi_search_slice_ms;
 extern bool gi_debug_service_kmeans;

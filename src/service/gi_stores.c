@@ -135,20 +135,37 @@ gi_stores_emptiest_device(void)
 	return best;
 }
 
+bool		gi_budget_by_role = false;
+
 uint64
 gi_store_budget(GiStoreEntry *entry)
 {
 	uint64		limit = (uint64) gi_memory_limit_mb * 1024 * 1024;
+	uint64		role_limit = (uint64) gi_role_memory_limit_mb * 1024 * 1024;
 	uint64		others = 0;
+	uint64		owners = 0;
+	uint64		budget = PG_UINT64_MAX;
 	HASH_SEQ_STATUS status;
 	GiStoreEntry *e;
 
-	if (limit == 0)
+	gi_budget_by_role = false;
+	if (limit == 0 && role_limit == 0)
 		return 0;
 	hash_seq_init(&status, gi_stores);
 	while ((e = hash_seq_search(&status)) != NULL)
 		if (e != entry)
+		{
 			others += store_bytes(e);
+			if (e->owner == entry->owner)
+				owners += store_bytes(e);
+		}
 	/* never 0, which would mean "no limit" */
-	return others >= limit ? 1 : limit - others;
+	if (limit != 0)
+		budget = others >= limit ? 1 : limit - others;
+	if (role_limit != 0 && (owners >= role_limit ? 1 : role_limit - owners) < budget)
+	{
+		budget = owners >= role_limit ? 1 : role_limit - owners;
+		gi_budget_by_role = true;
+	}
+	return budget;
 }

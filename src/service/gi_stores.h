@@ -22,6 +22,7 @@ typedef struct GiStoreEntry
 	GiStoreKey	key;			/* hash key: must be first */
 	Oid			relfilenode;
 	uint32		kind;			/* gi_kind */
+	Oid			owner;			/* the index's owner when it was loaded */
 	uint32		nlists;
 	uint32		record_bytes;
 	int			device;			/* index in gi_devices */
@@ -62,7 +63,12 @@ extern uint64 gi_stores_bytes(void);
 /* the device (index in gi_devices) whose stores hold the fewest bytes */
 extern int	gi_stores_emptiest_device(void);
 
-/* bytes a store may still take under gpuindex.memory_limit (0 = no limit) */
+/*
+ * Bytes a store may still take under gpuindex.memory_limit and, with the
+ * other stores of its owner, gpuindex.role_memory_limit (0 = no limit);
+ * gi_budget_by_role says whether the role's limit was the smaller.
+ */
 extern uint64 gi_store_budget(GiStoreEntry *entry);
+extern bool gi_budget_by_role;
 
 #endif							/* GI_STORES_H */

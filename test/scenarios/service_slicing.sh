@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-slicing-test}
 port=$((${GPUINDEX_TEST_PORT_SLICING:-54389} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
-slice=${GPUINDEX_TEST_SLICE_MS:-2}
+slice=${GPUINDEX_TEST_SLICE_MS:-1}
 # rows of the table: a GPU answers even millions of queries over 20,000 rows
 # within the timeout, and a batch is at most a 1 GB array
 if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then rows=${GPUINDEX_TEST_SLICING_ROWS:-400000}; else rows=${GPUINDEX_TEST_SLICING_ROWS:-20000}; fi
