@@ -329,6 +329,27 @@ gi_cuda_fail_alloc_after(int64_t after)
 	gi_cu_fail_after = after;
 }
 
+/* a write to an address no allocation holds (the fault test's kernel) */
+__global__ void
+gi_k_illegal_write(unsigned int *p)
+{
+	*p = 1;
+}
+
+extern "C" gi_status
+gi_cuda_debug_illegal_address(void)
+{
+	gi_device  *dev;
+	gi_status	st = gi_cu_device_resolve(NULL, &dev);
+
+	if (st == GI_OK)
+		st = gi_cu_enter(dev);
+	if (st != GI_OK)
+		return st;
+	gi_k_illegal_write<<<1, 1>>>((unsigned int *) (uintptr_t) 0x10);
+	return gi_cu_status(cudaDeviceSynchronize(), "the injected illegal write");
+}
+
 /* stream-ordered on st (metadata arrays), plain cudaMalloc when st is NULL */
 static cudaError_t
 gi_cu_pool_malloc(void **p, size_t bytes, cudaStream_t st)

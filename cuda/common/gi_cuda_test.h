@@ -54,6 +54,17 @@ typedef void (*gi_cuda_fail_alloc_after_fn) (int64_t after);
 #define GI_CUDA_FAIL_ALLOC_AFTER "gi_cuda_fail_alloc_after"
 
 /*
+ * A real device fault: a kernel on the default device writes to an
+ * address no allocation holds, which leaves the process's CUDA context
+ * unusable (a sticky error).  Returns the status the failed
+ * synchronisation maps to (GI_ERR_DEVICE) with its message.  The device
+ * service's fault test calls it; nothing in this process can use the
+ * device afterwards.
+ */
+typedef gi_status (*gi_cuda_debug_illegal_address_fn) (void);
+#define GI_CUDA_DEBUG_ILLEGAL_ADDRESS "gi_cuda_debug_illegal_address"
+
+/*
  * Records per pipelined insert chunk (0: the default, about 4 MiB of
  * payload); tests set it small so that every insert crosses chunks.
  */

@@ -53,7 +53,9 @@ PG_FUNCTION_INFO_V1(gpuindex_debug_fault);
 /*
  * Inject a fault into the service: 'device' (a device error: the request
  * gets an ERROR, the service restarts) or 'signal' (a crash inside the
- * service, as a fault in CUDA code would be; queued without waiting).
+ * service, as a fault in CUDA code would be; queued without waiting) or
+ * 'cuda' (a real illegal write by a CUDA kernel: the request gets the
+ * backend's ERROR, the service restarts; needs the CUDA backend).
  * Either way only the service restarts, never the cluster.
  */
 Datum
@@ -75,11 +77,16 @@ gpuindex_debug_fault(PG_FUNCTION_ARGS)
 		call.args.n = GI_FAULT_SIGNAL;
 		gi_queue_nowait(&call);
 	}
+	else if (strcmp(kind, "cuda") == 0)
+	{
+		call.args.n = GI_FAULT_CUDA;
+		gi_call(&call);
+	}
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown fault \"%s\"", kind),
-				 errhint("Use \"device\" or \"signal\".")));
+				 errhint("Use \"device\", \"signal\" or \"cuda\".")));
 	PG_RETURN_VOID();
 }
 

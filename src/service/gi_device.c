@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "gi_cuda_test.h"
 #include "gi_device.h"
 #include "gi_kind.h"
 #include "gi_service.h"
@@ -82,6 +83,9 @@ backend_complete(const gi_backend_ops *ops, const char *path, char *why, size_t 
 	return true;
 }
 
+/* the CUDA module once loaded (for its test hooks) */
+static void *gi_cuda_module;
+
 /* the CUDA backend, or NULL with the reason in why */
 static const gi_backend_ops *
 load_cuda(char *why, size_t whylen)
@@ -115,7 +119,20 @@ load_cuda(char *why, size_t whylen)
 	}
 	if (!backend_complete(ops, path, why, whylen))
 		return NULL;
+	gi_cuda_module = handle;
 	return ops;
+}
+
+gi_status
+gi_device_debug_cuda_fault(bool *have)
+{
+	gi_cuda_debug_illegal_address_fn fault = NULL;
+
+	if (gi_ops != NULL && strcmp(gi_ops->name, "cuda") == 0 && gi_cuda_module != NULL)
+		fault = (gi_cuda_debug_illegal_address_fn)
+			dlsym(gi_cuda_module, GI_CUDA_DEBUG_ILLEGAL_ADDRESS);
+	*have = fault != NULL;
+	return fault ? fault() : GI_ERR_UNSUPPORTED;
 }
 
 static void

@@ -33,4 +33,10 @@ extern int	gi_ndevices;
 
 extern void gi_device_init(void);
 
+/*
+ * Test hook: a real fault inside the CUDA backend (an illegal write from a
+ * kernel); *have is false without the CUDA backend.
+ */
+extern gi_status gi_device_debug_cuda_fault(bool *have);
+
 #endif							/* GI_DEVICE_H */

@@ -162,12 +162,30 @@ handle_drop(GiWork *w)
 	gi_reply(w, GI_REPLY_OK);
 }
 
-/* test hook: a device error (answered, then a restart) or a crash */
+/*
+ * Test hook: a device error (answered, then a restart), a crash, or a real
+ * CUDA fault (answered with the backend's error, then a restart)
+ */
 static void
 handle_debug_fault(GiWork *w)
 {
 	if (w->slot->args.n == GI_FAULT_SIGNAL)
 		raise(SIGSEGV);
+	if (w->slot->args.n == GI_FAULT_CUDA)
+	{
+		bool		have;
+		gi_status	st = gi_device_debug_cuda_fault(&have);
+
+		if (!have)
+			gi_reply_error(w, ERRCODE_FEATURE_NOT_SUPPORTED,
+						   "the injected CUDA fault needs the CUDA backend (gpuindex.device = cuda)");
+		else if (st != GI_OK)
+			gi_reply_status(w, st);
+		else
+			gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
+						   "the injected CUDA fault did not fault");
+		return;
+	}
 	gi_reply_error(w, ERRCODE_SYSTEM_ERROR,
 				   "gpuindex device service: injected device fault");
 	gi_service_restart_pending = true;

@@ -132,6 +132,7 @@ typedef struct GiRespArgs
 /* faults GI_REQ_DEBUG_FAULT injects into the service (test hook) */
 #define GI_FAULT_DEVICE		1	/* a device error: answer, then restart */
 #define GI_FAULT_SIGNAL		2	/* a crash (SIGSEGV) inside the service */
+#define GI_FAULT_CUDA		3	/* an illegal write by a CUDA kernel */
 
 /* the kargs of the KMEANS_* and ASSIGN requests */
 typedef struct GiKmeansArgs

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Faults inside the device service restart the service alone, never the
 # cluster: a device error (the request gets an ERROR, then the service exits
-# cleanly) and a crash by signal (as a fault inside CUDA code would be),
-# both injected by a superuser-only test hook.  Sessions carry on: one that
+# cleanly), a crash by signal (as a fault inside CUDA code could be) and, on
+# the CUDA backend, a real illegal write by a kernel, all injected by a
+# superuser-only test hook.  Sessions carry on: one that
 # was connected throughout keeps its connection, and searches after each
 # fault reload the index and answer as before.
 set -u
@@ -47,7 +48,7 @@ a0=$(answers)
 [ -n "$a0" ] && [ "${a0#ERROR}" = "$a0" ] && pass "answers before any fault" || fail "answers before any fault ($a0)"
 
 # a session connected throughout: a cluster restart would cut it
-cluster_psql "$dir" $port -Atc "SELECT pg_sleep(6)" -c "SELECT 'still connected'" >"$dir/long.out" 2>&1 &
+cluster_psql "$dir" $port -Atc "SELECT pg_sleep(8)" -c "SELECT 'still connected'" >"$dir/long.out" 2>&1 &
 long=$!
 sleep 0.5
 
@@ -66,11 +67,29 @@ p2=$(new_service "$p1")
 	fail "the service restarted after a crash by signal"
 check "answers after the crash (index reloaded)" "$a0" "$(answers)"
 
+# a real fault inside CUDA code (a kernel's illegal write: the context is
+# lost for good) on the CUDA backend; elsewhere a clear refusal
+restarts=2
+if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then
+	out=$(q "SELECT gpuindex_debug_fault('cuda')")
+	case $out in *"illegal memory access"*) pass "a CUDA fault answers the request with the backend's ERROR" ;;
+		*) fail "a CUDA fault answers the request with the backend's ERROR (got '$out')" ;; esac
+	p3=$(new_service "$p2")
+	[ "$p3" != none ] && pass "the service restarted after the CUDA fault" ||
+		fail "the service restarted after the CUDA fault"
+	check "answers after the CUDA fault (new context, index reloaded)" "$a0" "$(answers)"
+	restarts=3
+else
+	check "a CUDA fault needs the CUDA backend" \
+		"ERROR:  the injected CUDA fault needs the CUDA backend (gpuindex.device = cuda)" \
+		"$(q "SELECT gpuindex_debug_fault('cuda')" | head -1)"
+fi
+
 wait $long
 check "a session connected throughout kept its connection" "still connected" "$(tail -1 "$dir/long.out")"
 check "the cluster was never reset" 0 \
 	"$(grep -c 'terminating any other active server processes' "$dir/server.log")"
-check "the server log says why the service restarted" 2 \
+check "the server log says why the service restarted" $restarts \
 	"$(grep -c 'restarting the service' "$dir/server.log")"
 check "the unknown fault is refused" "ERROR:  unknown fault \"nope\"" \
 	"$(q "SELECT gpuindex_debug_fault('nope')" | head -1)"
