@@ -300,7 +300,8 @@ gi_search_group(GiStoreEntry *e, GiWork **group, int ngroup)
 		/* a sliced request was checked when its first slice was served */
 		if (w->sliced == NULL && !search_ok(e, kind, w))
 			continue;
-		if (w->sliced == NULL && slice_wanted(e, w->slot->args.n))
+		if (w->sliced == NULL && kind->queries_size != NULL &&
+			slice_wanted(e, w->slot->args.n))
 			slice_begin(w);
 		if (w->sliced != NULL)
 			sliced[nsliced++] = w;

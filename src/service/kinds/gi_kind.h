@@ -66,7 +66,8 @@ typedef struct GiServiceKind
 
 	/*
 	 * The bytes the first n queries of a checked request take at the start
-	 * of its payload (a large batch is searched a slice at a time).
+	 * of its payload, so that a large batch can be searched a slice at a
+	 * time; NULL: the kind's batches are served in one piece.
 	 */
 	Size		(*queries_size) (const void *summary, const char *queries, uint32 n);
 
