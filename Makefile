@@ -26,6 +26,12 @@ include $(PGXS)
 gpuindex--$(EXTVERSION).sql: $(sort $(wildcard src/sql/*.sql))
 	cat $^ > $@
 
+# PGXS tracks no header dependencies (Debian's server is built without
+# --enable-depend): every object is rebuilt when any header changes, so a
+# build after an update never mixes struct layouts
+GI_HEADERS = $(wildcard src/*.h src/*/*.h src/*/*/*.h cuda/common/gi_cuda_test.h)
+$(OBJS) $(OBJS:.o=.bc): $(GI_HEADERS)
+
 # ---- CUDA backend -------------------------------------------------------
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 GPUINDEX_CUDA ?= $(if $(NVCC),1,0)

@@ -6,6 +6,7 @@
 #   recall@10 and latency against exact search.
 # Environment: DEMO_ROWS (100000), DEMO_DIR (/tmp/gpuindex-demo),
 # DEMO_PORT (54390), GPUINDEX_SKIP_DEPS=1 to skip apt-get.
+# bash demo/run-demo.sh --stop stops the server and removes its directory.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -16,6 +17,13 @@ rows=${DEMO_ROWS:-100000}
 dir=${DEMO_DIR:-/tmp/gpuindex-demo}
 port=${DEMO_PORT:-54390}
 sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ "${1:-}" = --stop ]; then
+	cluster_stop "$dir"
+	scratch_remove "$dir"
+	echo "demo server stopped, $dir removed"
+	exit 0
+fi
 
 echo "== building and installing gpuindex"
 make -s -j2 >/dev/null
@@ -32,6 +40,6 @@ cluster_psql "$dir" $port -v rows="$rows" -f "$dir/demo.sql"
 
 echo
 echo "The server keeps running. Connect with:"
-echo "  sudo -u $PG_USER psql -h $dir -p $port -d postgres"
-echo "Stop it with:"
-echo "  sudo -u $PG_USER $PG_BIN/pg_ctl -D $dir/data stop"
+echo "  psql -h $dir -p $port -U postgres -d postgres"
+echo "Stop it (and remove $dir) with:"
+echo "  bash demo/run-demo.sh --stop"

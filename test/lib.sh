@@ -47,6 +47,18 @@ cluster_stop() {
 	as_pg "pg_ctl -D '$1/data' -m fast -w stop >/dev/null 2>&1" || true
 }
 
+# remove a test's directory (clusters, logs) unless GPUINDEX_TEST_KEEP=1
+scratch_remove() {
+	[ "${GPUINDEX_TEST_KEEP:-0}" = 1 ] && return 0
+	rm -rf "$1" 2>/dev/null || as_pg "rm -rf '$1'" || true
+}
+
+# at the script's exit: stop its cluster in DIR, and remove DIR when the
+# script passed (a failed one keeps it, for its logs)
+cluster_cleanup_on_exit() {
+	trap "rc=\$?; cluster_stop '$1'; [ \$rc = 0 ] && scratch_remove '$1'" EXIT
+}
+
 # psql against the test cluster: cluster_psql DIR PORT [psql args...]
 cluster_psql() {
 	local dir=$1 port=$2

@@ -33,4 +33,5 @@ if [ $rc != 0 ] && [ -f "$dir/regression.diffs" ]; then
 	echo "---- regression.diffs (first 200 lines) ----"
 	head -200 "$dir/regression.diffs"
 fi
+[ $rc = 0 ] && scratch_remove "$dir"
 exit $rc

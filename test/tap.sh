@@ -35,4 +35,5 @@ todo=$(grep -cE '^ *not ok [0-9].*# TODO' "$dir/prove.log")
 failed=$((failed - todo))
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
 echo "tap: $passed passed, $failed failed"
+[ $status = 0 ] && scratch_remove "$dir"
 exit $status

@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-concurrency-test}
 port=$((${GPUINDEX_TEST_PORT_CONC:-54394} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
 # mix NAME TABLE PAUSE_MS CLIENTS SCRIPT@WEIGHT...: pgbench runs the weighted

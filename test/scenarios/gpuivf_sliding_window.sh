@@ -15,7 +15,7 @@ W=4000
 B=500
 steps=24
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \

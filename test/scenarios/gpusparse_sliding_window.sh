@@ -10,13 +10,13 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 : "${GPUINDEX_TEST_DEVICE:=cpu}"
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-sparse-window-test}
-port=$((${GPUINDEX_TEST_PORT_SPARSE_WINDOW:-54390} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
+port=$((${GPUINDEX_TEST_PORT_SPARSE_WINDOW:-54386} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 W=3000
 B=400
 steps=24
 D=2000
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 # documents lo..hi: up to 40 distinct terms skewed towards low ones, random weights
 docs() {

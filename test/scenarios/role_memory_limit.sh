@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-role-limit-test}
 port=$((${GPUINDEX_TEST_PORT_ROLE_LIMIT:-54388} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 as() { local who=$1; shift; cluster_psql "$dir" $port -U "$who" -Atc "$1" 2>&1; }
 
@@ -33,7 +33,7 @@ owned() { q "SELECT coalesce(sum(bytes), 0) FROM gpuindex_stats s JOIN pg_class 
 
 # alice (one session, statements one by one: temp tables live with it)
 # builds three indexes (two fit her 16 MB), then holds her session open while we look
-alice_out=$dir.alice.out
+alice_out=$dir/alice.out
 { mk a1 1; mk a2 2; mk a3 3; echo "SELECT 'holding'; SELECT pg_sleep(8);"; } |
 	cluster_psql "$dir" $port -U alice -At -v ON_ERROR_STOP=0 -f - >"$alice_out" 2>&1 &
 apid=$!

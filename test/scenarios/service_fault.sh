@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-fault-test}
 port=$((${GPUINDEX_TEST_PORT_FAULT:-54399} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \

@@ -17,7 +17,7 @@ slice=${GPUINDEX_TEST_SLICE_MS:-1}
 # within the timeout, and a batch is at most a 1 GB array
 if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then rows=${GPUINDEX_TEST_SLICING_ROWS:-400000}; else rows=${GPUINDEX_TEST_SLICING_ROWS:-20000}; fi
 rm -rf "$dir"
-trap 'cluster_stop "$dir"' EXIT
+cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
