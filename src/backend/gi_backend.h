@@ -174,8 +174,9 @@ typedef struct gi_kind_ops
 						   uint32_t k, gi_hit *hits, uint32_t *found);
 
 	/*
-	 * Optional: told of the records a successful store_insert was given (the
-	 * same arrays), so that the kind can keep a bound per list.
+	 * Optional: told of the records store_insert was given (the same arrays,
+	 * also when it failed part way: those before the failure stay), so
+	 * that the kind can keep a bound per list.
 	 */
 	void		(*inserted) (gi_store *store, uint32_t n, const uint32_t *lists,
 							 const void *payloads);

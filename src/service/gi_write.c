@@ -95,15 +95,16 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 			gi_ops->store_set_limit(e->store, gi_store_budget(e));
 		st = gi_ops->store_insert(e->store, (uint32) pos, lists, keys, payloads,
 								  &ninserted);
+		/* also after a failure: the records before it stay inserted */
+		kops = gi_ops->kinds[e->kind];
+		if (kops != NULL && kops->inserted != NULL)
+			kops->inserted(e->store, (uint32) pos, lists, payloads);
 		if (st != GI_OK)
 		{
 			for (int i = 0; i < nvalid; i++)
 				gi_reply_status(group[i], st);
 			return;
 		}
-		kops = gi_ops->kinds[e->kind];
-		if (kops != NULL && kops->inserted != NULL)
-			kops->inserted(e->store, (uint32) pos, lists, payloads);
 	}
 	e->insert_batches++;
 	for (int i = 0; i < nvalid; i++)
