@@ -105,16 +105,16 @@ slice_wanted(const GiStoreEntry *e, uint32 n)
 static uint32
 slice_queries(const GiWork *w)
 {
-	double		ms = gi_search_slice_ms;
+	double		ms;
 	double		n;
 
+	if (gi_search_slice_ms <= 0)
+		return PG_UINT32_MAX;	/* slicing turned off since: the rest at once */
 	if (w->sliced_us <= 0)
 		return GI_SLICE_FIRST;
-	if (!TimestampDifferenceExceeds(gi_last_fresh_request, GetCurrentTimestamp(),
-									GI_SLICE_QUIET_MS))
-		ms = gi_search_slice_ms;
-	else
-		ms = Max(gi_search_slice_ms, GI_SLICE_ALONE_MS);
+	ms = TimestampDifferenceExceeds(gi_last_fresh_request, GetCurrentTimestamp(),
+									GI_SLICE_QUIET_MS) ?
+		Max(gi_search_slice_ms, GI_SLICE_ALONE_MS) : gi_search_slice_ms;
 	n = ms * 1000.0 / w->sliced_us;
 	return n < 1 ? 1 : n >= PG_UINT32_MAX ? PG_UINT32_MAX : (uint32) n;
 }
@@ -125,18 +125,39 @@ ewma(double old, double now)
 	return old <= 0 ? now : 0.7 * old + 0.3 * now;
 }
 
-/* one backend search, timed: its cost per query (microseconds) into *us */
+/*
+ * One backend search over the queries of reqs[0..n) (nq in all), into
+ * palloc'd *hits and *found; timed, when slicing is on, into the store's
+ * cost per query and *us (microseconds a query; 0 untimed).
+ */
 static gi_status
-timed_search(GiStoreEntry *e, const void *params, uint32 nq, const void *queries,
-			 Size query_bytes, uint32 k, gi_hit *hits, uint32 *found, double *us)
+backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, int n,
+			   uint32 nq, uint32 k, gi_hit **hits, uint32 **found, double *us)
 {
-	TimestampTz t0 = GetCurrentTimestamp();
+	union
+	{
+		char		bytes[GI_KARGS_BYTES];
+		uint64		align;
+	}			params;
+	const void *queries;
+	Size		query_bytes;
+	TimestampTz t0 = 0;
 	gi_status	st;
 
-	st = gi_ops->kinds[e->kind]->search(e->store, params, nq, queries, query_bytes, k,
-										hits, found);
-	*us = (double) (GetCurrentTimestamp() - t0) / Max(nq, 1);
-	e->us_per_query = ewma(e->us_per_query, *us);
+	memset(&params, 0, sizeof(params));
+	queries = kind->merge_search(e->summary, reqs, n, params.bytes, &query_bytes);
+	*hits = palloc_extended((Size) nq * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
+	*found = palloc_extended((Size) nq * sizeof(uint32), MCXT_ALLOC_HUGE);
+	if (gi_search_slice_ms > 0)
+		t0 = GetCurrentTimestamp();
+	st = gi_ops->kinds[e->kind]->search(e->store, params.bytes, nq, queries, query_bytes, k,
+										*hits, *found);
+	*us = 0;
+	if (gi_search_slice_ms > 0)
+	{
+		*us = Max((double) (GetCurrentTimestamp() - t0), 1.0) / Max(nq, 1);
+		e->us_per_query = ewma(e->us_per_query, *us);
+	}
 	e->search_batches++;
 	e->searches += nq;
 	return st;
@@ -161,13 +182,6 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 {
 	uint32		k = group[0]->slot->args.k;
 	GiKindSearch *reqs = palloc(sizeof(GiKindSearch) * n);
-	union
-	{
-		char		bytes[GI_KARGS_BYTES];
-		uint64		align;
-	}			params;
-	const void *queries;
-	Size		query_bytes;
 	uint64		nq = 0;
 	uint64		pos = 0;
 	gi_hit	   *hits;
@@ -196,12 +210,7 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 		return;
 	}
 
-	memset(&params, 0, sizeof(params));
-	queries = kind->merge_search(e->summary, reqs, n, params.bytes, &query_bytes);
-	hits = palloc_extended(nq * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
-	found = palloc_extended(nq * sizeof(uint32), MCXT_ALLOC_HUGE);
-
-	st = timed_search(e, params.bytes, (uint32) nq, queries, query_bytes, k, hits, found, &us);
+	st = backend_search(e, kind, reqs, n, (uint32) nq, k, &hits, &found, &us);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -243,13 +252,6 @@ search_slice(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
 	uint32		cnt = Min(n - w->sliced_done, slice_queries(w));
 	GiReqArgs	args = slot->args;
 	GiKindSearch ks;
-	union
-	{
-		char		bytes[GI_KARGS_BYTES];
-		uint64		align;
-	}			params;
-	const void *queries;
-	Size		query_bytes;
 	gi_hit	   *hits;
 	uint32	   *found;
 	gi_status	st;
@@ -259,11 +261,7 @@ search_slice(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
 	ks.args = &args;
 	ks.queries = w->sliced + w->sliced_bytes;
 	ks.query_bytes = kind->queries_size(e->summary, ks.queries, cnt);
-	memset(&params, 0, sizeof(params));
-	queries = kind->merge_search(e->summary, &ks, 1, params.bytes, &query_bytes);
-	hits = palloc_extended((Size) cnt * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
-	found = palloc_extended((Size) cnt * sizeof(uint32), MCXT_ALLOC_HUGE);
-	st = timed_search(e, params.bytes, cnt, queries, query_bytes, k, hits, found, &us);
+	st = backend_search(e, kind, &ks, 1, cnt, k, &hits, &found, &us);
 	if (st != GI_OK)
 	{
 		gi_reply_status(w, st);
