@@ -19,6 +19,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/xlogdefs.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/block.h"
@@ -63,6 +64,13 @@ extern void gi_backoff(int *attempt);
 extern void gi_call_store(Relation index, GiCall *call, GiLoadFn load);
 extern void gi_store_replace(Relation index, GiLoadFn load);
 extern void gi_send_deletes(Relation index, const uint64 *keys, uint32 n);
+
+/* ---- hot standbys: stores that follow WAL replay (gi_standby.c) ---- */
+
+extern XLogRecPtr gi_load_replacing;
+extern XLogRecPtr gi_standby_position(void);
+extern bool gi_standby_catch_up(Relation index, XLogRecPtr from, XLogRecPtr to,
+								GiLoadFn load);
 
 /* ---- records (key, list, payload) on their way to the store (gi_records.c) ---- */
 
@@ -296,7 +304,6 @@ typedef struct GiBatch
 	void	   *arg;
 } GiBatch;
 
-extern void gi_check_not_in_recovery(const char *amname);
 extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
 extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);
 extern bool gi_batch_null_args(FunctionCallInfo fcinfo, int nargs);

@@ -18,7 +18,6 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
@@ -88,23 +87,6 @@ gi_open_index_for_sql(Oid indexoid, const char *amname, const char *opname,
 						amname)));
 	*heap_out = heap;
 	return index;
-}
-
-/*
- * On a hot standby, WAL replay changes the index pages but nobody tells
- * the standby's device service, so a store loaded there would go stale.
- * Until replay feeds the store, searches are refused during recovery (the
- * planner never picks the index there; see the AMs' cost estimates).
- */
-void
-gi_check_not_in_recovery(const char *amname)
-{
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s searches are not supported during recovery", amname),
-				 errdetail("The device store of a hot standby would not follow WAL replay."),
-				 errhint("Run the query on the primary, or without the index.")));
 }
 
 /*

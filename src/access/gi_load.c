@@ -40,6 +40,9 @@ gi_load(Relation index, GiLoadSpec *spec)
 	call.args.relfilenode = load.relfilenode;
 	call.args.kind = spec->kind;
 	call.args.owner = index->rd_rel->relowner;
+	call.args.lsn = gi_standby_position();
+	call.args.lsn_from = gi_load_replacing;
+	gi_load_replacing = InvalidXLogRecPtr;
 	call.in = spec->state;
 	call.in_size = spec->state_size;
 	gi_call(&call);

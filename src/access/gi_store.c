@@ -29,7 +29,8 @@ gi_backoff(int *attempt)
 /*
  * A request that needs the index's store (a search), with the store key
  * and relfilenode filled in: load the store with the AM's loader when the
- * service does not have it, wait while someone else loads it.
+ * service does not have it, wait while someone else loads it, and on a hot
+ * standby bring it up to the replay position first.
  */
 void
 gi_call_store(Relation index, GiCall *call, GiLoadFn load)
@@ -40,6 +41,7 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 	call->args.relfilenode = gi_store_relfilenode(index);
 	for (;;)
 	{
+		call->args.lsn = gi_standby_position();
 		gi_call(call);
 		switch (call->reply)
 		{
@@ -47,6 +49,15 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 				return;
 			case GI_REPLY_NOT_LOADED:
 				if (load(index))
+				{
+					CHECK_FOR_INTERRUPTS();
+					continue;
+				}
+				gi_backoff(&attempt);
+				break;
+			case GI_REPLY_STALE:
+				if (gi_standby_catch_up(index, call->rargs.lsn, call->args.lsn,
+										load))
 				{
 					CHECK_FOR_INTERRUPTS();
 					continue;

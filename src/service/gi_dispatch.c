@@ -45,6 +45,7 @@ static const GiPhase gi_phase_of[GI_REQ_NTYPES] = {
 	[GI_REQ_DELETE] = GI_PHASE_DELETE,
 	[GI_REQ_DROP] = GI_PHASE_ALONE,
 	[GI_REQ_DEBUG_FAULT] = GI_PHASE_ALONE,
+	[GI_REQ_SYNCED] = GI_PHASE_ALONE,
 	[GI_REQ_SEARCH] = GI_PHASE_SEARCH,
 	[GI_REQ_KMEANS_BEGIN] = GI_PHASE_ALONE,
 	[GI_REQ_KMEANS_DATA] = GI_PHASE_ALONE,
@@ -191,6 +192,22 @@ handle_debug_fault(GiWork *w)
 	gi_service_restart_pending = true;
 }
 
+/*
+ * A hot standby's backend found no WAL record touching the index's pages
+ * from lsn_from to lsn: a store that covers lsn_from covers lsn.
+ */
+static void
+handle_synced(GiWork *w)
+{
+	GiReqArgs  *a = &w->slot->args;
+	GiStoreEntry *e = gi_store_of(&w->slot->key, a->relfilenode);
+
+	if (e && e->ready && e->synced_lsn != 0 && e->synced_lsn >= a->lsn_from &&
+		e->synced_lsn < a->lsn)
+		e->synced_lsn = a->lsn;
+	gi_reply(w, GI_REPLY_OK);
+}
+
 static void
 handle_alone(GiWork *w)
 {
@@ -220,6 +237,9 @@ handle_alone(GiWork *w)
 			break;
 		case GI_REQ_DEBUG_FAULT:
 			handle_debug_fault(w);
+			break;
+		case GI_REQ_SYNCED:
+			handle_synced(w);
 			break;
 		case GI_REQ_KMEANS_BEGIN:
 		case GI_REQ_KMEANS_DATA:
@@ -309,9 +329,21 @@ run_group(GiWork **group, int n)
 			{
 				for (int i = 0; i < n; i++)
 					gi_reply(group[i], GI_REPLY_NOT_LOADED);
+				break;
 			}
-			else
-				gi_search_group(e, group, n);
+			for (int i = 0; i < n; i++)
+			{
+				/* a hot standby's store must cover what the search saw */
+				if (group[i]->slot->args.lsn > e->synced_lsn)
+				{
+					group[i]->slot->rargs.lsn = e->synced_lsn;
+					gi_reply(group[i], GI_REPLY_STALE);
+					continue;
+				}
+				group[nkept++] = group[i];
+			}
+			if (nkept > 0)
+				gi_search_group(e, group, nkept);
 			break;
 		default:
 			elog(ERROR, "unexpected gpuindex request phase %d", (int) phase(group[0]));

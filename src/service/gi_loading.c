@@ -22,6 +22,10 @@
  * since LOAD_BEGIN, so the pages, read after it, hold exactly its records.
  * A second loader gets BUSY; a load whose backend died or fell silent for
  * GI_LOAD_STALE_MS is taken over, which starts the store afresh.
+ *
+ * On a hot standby nobody inserts or deletes: WAL replay changes the
+ * pages.  A store loaded there covers replay up to the position read
+ * before its LOAD_BEGIN (synced_lsn); gi_standby.c keeps it following.
  */
 #include "postgres.h"
 
@@ -78,6 +82,8 @@ gi_load_begin(GiWork *w)
 	const gi_kind_ops *kops;
 	GiKindStore ks;
 	GiStoreEntry *e;
+	GiStoreEntry old;
+	bool		reload = false;
 	bool		found;
 	gi_store_params params;
 	void	   *summary;
@@ -103,7 +109,8 @@ gi_load_begin(GiWork *w)
 	e = gi_store_lookup(&slot->key);
 	if (e && e->relfilenode == a->relfilenode)
 	{
-		if (e->ready)
+		/* a hot standby's store that missed changes of the pages is replaced */
+		if (e->ready && e->synced_lsn >= a->lsn_from)
 		{
 			gi_reply(w, GI_REPLY_ALREADY_LOADED);
 			return;
@@ -121,9 +128,15 @@ gi_load_begin(GiWork *w)
 	if (e)
 	{
 		/* stale pages (REINDEX, TRUNCATE), an abandoned load, or a reload */
+		old = *e;
+		reload = true;
 		gi_store_remove(e);
 	}
 	e = gi_store_enter(&slot->key, &found);
+	if (reload)
+		memcpy((char *) e + GI_STORE_COUNTERS_OFFSET,
+			   (char *) &old + GI_STORE_COUNTERS_OFFSET,
+			   sizeof(GiStoreEntry) - GI_STORE_COUNTERS_OFFSET);
 	e->kind = a->kind;
 	e->owner = a->owner;
 	e->summary = summary;
@@ -145,6 +158,7 @@ gi_load_begin(GiWork *w)
 		return;
 	}
 	e->relfilenode = a->relfilenode;
+	e->synced_lsn = a->lsn;
 	e->nlists = ks.nlists;
 	e->record_bytes = ks.record_bytes;
 	e->ready = false;

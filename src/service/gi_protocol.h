@@ -62,6 +62,8 @@ typedef enum GiReqType
 								 * out: uint32 lists[n] (nearest centroid) */
 	GI_REQ_KMEANS_END,			/* args: job; frees it */
 	GI_REQ_DEBUG_FAULT,			/* test hook: args.n = GI_FAULT_* */
+	GI_REQ_SYNCED,				/* hot standby: no WAL from args.lsn_from to
+								 * args.lsn touched the index's pages */
 	GI_REQ_NTYPES
 } GiReqType;
 
@@ -79,8 +81,10 @@ typedef enum GiReply
 								 * failed to (device out of memory, device
 								 * error: rargs.errmsg says why): the
 								 * requester does it itself */
-	GI_REPLY_NO_JOB				/* the k-means job is gone (service
+	GI_REPLY_NO_JOB,			/* the k-means job is gone (service
 								 * restarted): the requester does it itself */
+	GI_REPLY_STALE				/* hot standby: the store covers WAL replay
+								 * up to rargs.lsn only, before args.lsn */
 } GiReply;
 
 typedef struct GiStoreKey
@@ -106,6 +110,15 @@ typedef struct GiReqArgs
 	uint32		n;				/* records, keys or queries in the payload */
 	uint32		k;				/* SEARCH */
 	uint64		load_token;		/* LOAD_CHUNK, LOAD_END */
+
+	/*
+	 * On a hot standby (0 elsewhere), WAL positions: SEARCH: the replay
+	 * position the store must cover; LOAD_BEGIN: the one the loaded store
+	 * will cover, and lsn_from: replace a ready store that covers less;
+	 * SYNCED: a store covering lsn_from now covers lsn.
+	 */
+	uint64		lsn;
+	uint64		lsn_from;
 	union
 	{
 		char		bytes[GI_KARGS_BYTES];
@@ -125,6 +138,7 @@ typedef struct GiRespArgs
 	uint64		out_needed;		/* GI_REPLY_TOO_SMALL: bytes required */
 	uint64		token;			/* LOAD_BEGIN: the load's token for chunks
 								 * and end; KMEANS_BEGIN: the job's */
+	uint64		lsn;			/* GI_REPLY_STALE: what the store covers */
 	int			sqlstate;		/* GI_REPLY_ERROR (and UNSUPPORTED: why) */
 	char		errmsg[GI_ERRMSG_LEN];
 } GiRespArgs;

@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "utils/memutils.h"
 
 #include "gi_device.h"
@@ -76,6 +77,29 @@ gi_store_remove(GiStoreEntry *entry)
 	if (entry->touched)
 		hash_destroy(entry->touched);
 	hash_search(gi_stores, &key, HASH_REMOVE, NULL);
+}
+
+/*
+ * The first time the service sees recovery over (a promoted standby), it
+ * drops the stores loaded during recovery: they may lack what replay did
+ * after their last sync, and from now on changes reach the service as
+ * requests, which such a store would miss.  Called before every round, so
+ * before any request written after the promotion.
+ */
+void
+gi_stores_end_recovery(void)
+{
+	static bool recovery_over = false;
+	HASH_SEQ_STATUS status;
+	GiStoreEntry *e;
+
+	if (recovery_over || RecoveryInProgress())
+		return;
+	recovery_over = true;
+	hash_seq_init(&status, gi_stores);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (e->synced_lsn != 0)
+			gi_store_remove(e);
 }
 
 long

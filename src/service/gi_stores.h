@@ -28,6 +28,8 @@ typedef struct GiStoreEntry
 	int			device;			/* index in gi_devices */
 	void	   *summary;		/* the kind's, see GiKindStore */
 	gi_store   *store;
+	uint64		synced_lsn;		/* loaded on a hot standby: the WAL replay
+								 * position the store covers; 0 elsewhere */
 
 	/* loading: see gi_loading.c */
 	bool		ready;
@@ -36,7 +38,7 @@ typedef struct GiStoreEntry
 	TimestampTz load_activity;
 	HTAB	   *touched;		/* keys inserted or deleted while loading */
 
-	/* counters for gpuindex_stats */
+	/* counters for gpuindex_stats: from here to the end, kept by reloads */
 	uint64		searches;
 	uint64		search_batches;
 	double		us_per_query;	/* recent search cost, for slicing; 0: unknown */
@@ -54,8 +56,11 @@ extern GiStoreEntry *gi_store_lookup(const GiStoreKey *key);
 extern GiStoreEntry *gi_store_of(const GiStoreKey *key, Oid relfilenode);
 extern GiStoreEntry *gi_store_enter(const GiStoreKey *key, bool *found);
 extern void gi_store_remove(GiStoreEntry *entry);
+extern void gi_stores_end_recovery(void);
 extern long gi_store_count(void);
 extern void gi_stores_seq_init(HASH_SEQ_STATUS *status);
+
+#define GI_STORE_COUNTERS_OFFSET	offsetof(GiStoreEntry, searches)
 
 /* bytes held by all stores */
 extern uint64 gi_stores_bytes(void);

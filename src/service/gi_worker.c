@@ -281,6 +281,7 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 	PG_TRY();
 	{
 		gi_kmeans_maintain();
+		gi_stores_end_recovery();
 		attach_payloads(work, nwork);
 		gi_dispatch_round(work, nwork);
 	}

@@ -41,6 +41,44 @@ CREATE INDEX t_v_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = $lists);
 	return;
 }
 
+# table s(id, v spvec(300)) with n seeded rows of up to 30 Zipf-like terms, a
+# gpusparse index s_v, 20 queries in queries(qid, q), and rnd() for more rows
+sub create_sparse_table
+{
+	my ($node, $n, $seed) = @_;
+	$node->safe_psql('postgres', qq(
+CREATE EXTENSION IF NOT EXISTS gpuindex;
+SELECT setseed($seed);
+CREATE FUNCTION rnd() RETURNS spvec LANGUAGE sql VOLATILE AS \$\$
+	SELECT spvec(coalesce(array_agg(t), '{}'), coalesce(array_agg((random() * 3)::real), '{}'), 300)
+	FROM (SELECT DISTINCT 1 + (random() * random() * 299)::int AS t
+		  FROM generate_series(1, (random() * 30)::int)) s
+\$\$;
+CREATE TABLE s (id int, v spvec(300));
+INSERT INTO s SELECT i, rnd() FROM generate_series(1, $n) i;
+CREATE INDEX s_v ON s USING gpusparse (v);
+CREATE TABLE queries (qid int, q spvec);
+INSERT INTO queries SELECT i, rnd() FROM generate_series(1, 20) i;
+));
+	return;
+}
+
+# every sparse query's top 10 plus the whole table in order for query 1, with
+# the index or by a sequential scan (ties by TID there, as the index breaks them)
+sub sparse_answers
+{
+	my ($node, $use_index) = @_;
+	my $settings = $use_index
+	  ? 'SET enable_seqscan = off; SET enable_sort = off;'
+	  : 'SET enable_indexscan = off;';
+	my $order = $use_index ? '' : ', ctid';
+	return $node->safe_psql('postgres', qq($settings
+SELECT qid, (SELECT array_agg(id) FROM (SELECT id FROM s ORDER BY v <#> q$order LIMIT 10) x)
+FROM queries ORDER BY qid;
+SELECT array_agg(id) FROM (SELECT id FROM s ORDER BY v <#> (SELECT q FROM queries WHERE qid = 1)$order) x;
+));
+}
+
 # the 10 nearest ids of every query, with the index (all lists probed) or by a
 # sequential scan; one line per query
 sub answers

@@ -166,7 +166,6 @@ extern double gpuivf_distance_value(uint32 metric, float distance);
 extern bool gpuivf_vector_indexable(uint32 metric, const float4 *vec, int dim);
 extern void gpuivf_check_magnitude(const float4 *vec, int dim, const char *what);
 extern void gpuivf_check_dim(const GpuivfMeta *meta, int dim);
-extern void gpuivf_check_not_in_recovery(void);
 
 /* gpuivf_pages.c */
 extern uint32 gpuivf_lists_per_page(uint32 dim);

@@ -247,7 +247,6 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 			gpuivf_check_magnitude(queries + (Size) i * a.dim, (int) a.dim,
 								   "query vector");
 
-		gpuivf_check_not_in_recovery();
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(b.index);
 

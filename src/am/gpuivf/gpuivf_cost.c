@@ -20,7 +20,6 @@
 
 #include <float.h>
 
-#include "access/xlog.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "utils/rel.h"
@@ -46,17 +45,6 @@ gpuivf_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 
 	/* only an ordered scan by one distance operator can use the index */
 	if (path->indexorderbys == NIL || list_length(path->indexorderbys) != 1)
-	{
-		*indexStartupCost = DBL_MAX;
-		*indexTotalCost = DBL_MAX;
-		*indexSelectivity = 0;
-		*indexCorrelation = 0;
-		*indexPages = 0;
-		return;
-	}
-
-	/* see gpuivf_check_not_in_recovery(): a standby's store goes stale */
-	if (RecoveryInProgress())
 	{
 		*indexStartupCost = DBL_MAX;
 		*indexTotalCost = DBL_MAX;

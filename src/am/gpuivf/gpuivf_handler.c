@@ -196,13 +196,6 @@ gpuivf_check_dim(const GpuivfMeta *meta, int dim)
 						   meta->dim)));
 }
 
-/* see gi_check_not_in_recovery */
-void
-gpuivf_check_not_in_recovery(void)
-{
-	gi_check_not_in_recovery("gpuivf");
-}
-
 /* ---- the AM's catalog-facing callbacks ---- */
 
 static char *

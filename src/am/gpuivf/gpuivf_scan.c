@@ -144,7 +144,6 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 		so->started = true;
 		if (!so->have_query)
 			return false;
-		gpuivf_check_not_in_recovery();
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(scan->indexRelation);
 		search(scan, (uint32) gpuivf_scan_batch);

@@ -229,7 +229,6 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 			for (int i = 0; i < nq; i++)
 				gpusparse_check_dim(b.index, a.dim, a.queries[i]->dim);
 		}
-		gi_check_not_in_recovery("gpusparse");
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(b.index);
 

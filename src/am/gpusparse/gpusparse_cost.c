@@ -15,7 +15,6 @@
 
 #include <float.h>
 
-#include "access/xlog.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "utils/selfuncs.h"
@@ -36,9 +35,7 @@ gpusparse_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	GenericCosts costs;
 	Cost		cost;
 
-	/* see gi_check_not_in_recovery(): a standby's store goes stale */
-	if (path->indexorderbys == NIL || list_length(path->indexorderbys) != 1 ||
-		RecoveryInProgress())
+	if (path->indexorderbys == NIL || list_length(path->indexorderbys) != 1)
 	{
 		*indexStartupCost = DBL_MAX;
 		*indexTotalCost = DBL_MAX;

@@ -269,7 +269,6 @@ gpusparse_gettuple(IndexScanDesc scan, ScanDirection dir)
 		so->started = true;
 		if (!so->have_query)
 			return false;
-		gi_check_not_in_recovery("gpusparse");
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(scan->indexRelation);
 		search(scan, (uint32) gpusparse_scan_batch);

@@ -12,35 +12,12 @@ use GpuindexTest;
 
 my $node = GpuindexTest::new_node('sparse');
 $node->start;
-$node->safe_psql('postgres', q(
-CREATE EXTENSION gpuindex;
-SELECT setseed(0.7);
-CREATE FUNCTION rnd() RETURNS spvec LANGUAGE sql VOLATILE AS $$
-	SELECT spvec(coalesce(array_agg(t), '{}'), coalesce(array_agg((random() * 3)::real), '{}'), 300)
-	FROM (SELECT DISTINCT 1 + (random() * random() * 299)::int AS t
-		  FROM generate_series(1, (random() * 30)::int)) s
-$$;
-CREATE TABLE s (id int, v spvec(300));
-INSERT INTO s SELECT i, rnd() FROM generate_series(1, 3000) i;
-CREATE INDEX s_v ON s USING gpusparse (v);
-CREATE TABLE queries (qid int, q spvec);
-INSERT INTO queries SELECT i, rnd() FROM generate_series(1, 20) i;
-));
+GpuindexTest::create_sparse_table($node, 3000, 0.7);
 
-# every query's top 10 plus the whole table in order for one query
 sub answers
 {
-	my ($index) = @_;
-	my $set = $index
-	  ? 'SET enable_seqscan = off; SET enable_sort = off;'
-	  : 'SET enable_indexscan = off;';
-	my $order = $index ? '' : ', ctid';
-	return $node->safe_psql('postgres', qq(
-$set
-SELECT qid, (SELECT array_agg(id) FROM (SELECT id FROM s ORDER BY v <#> q$order LIMIT 10) x)
-FROM queries ORDER BY qid;
-SELECT array_agg(id) FROM (SELECT id FROM s ORDER BY v <#> (SELECT q FROM queries WHERE qid = 1)$order) x;
-));
+	my ($use_index) = @_;
+	return GpuindexTest::sparse_answers($node, $use_index);
 }
 
 is(answers(1), answers(0), 'index answers equal a sequential scan');
