@@ -1,0 +1,176 @@
+/*
+ * genie_edit.c
+ *		Edit distance over UTF-8 characters and the n-gram count bound
+ *		(definitions in genie_edit.h).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "genie_edit.h"
+#include "genie_keywords.h"
+
+/*
+ * The character at p packed into one value, its bytes big-endian: distinct
+ * characters give distinct values, since continuation bytes are never 0.
+ */
+static inline uint32_t
+next_char(const char **p, const char *end)
+{
+	int			n = genie_utf8_charlen(*p, end - *p);
+	uint32_t	c = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		c = (c << 8) | (unsigned char) (*p)[i];
+	*p += n;
+	return c;
+}
+
+static size_t
+count_chars(const char *s, size_t len)
+{
+	const char *end = s + len;
+	size_t		n = 0;
+
+	while (s < end)
+	{
+		s += genie_utf8_charlen(s, end - s);
+		n++;
+	}
+	return n;
+}
+
+static inline int
+min3(int x, int y, int z)
+{
+	int			m = x < y ? x : y;
+
+	return m < z ? m : z;
+}
+
+size_t
+genie_levenshtein_work_size(size_t alen, size_t blen)
+{
+	return (alen < blen ? alen : blen) + 1;
+}
+
+/* the rows run over a, work holds one row over b, the shorter in bytes */
+int
+genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
+				  int *work)
+{
+	const char *aend;
+	const char *bend;
+	const char *p;
+	int			nb = 0;
+	int			i;
+	int			j;
+
+	if (blen > alen)
+		return genie_levenshtein(b, blen, a, alen, work);
+	aend = a + alen;
+	bend = b + blen;
+	work[0] = 0;
+	for (p = b; p < bend; p += genie_utf8_charlen(p, bend - p))
+	{
+		nb++;
+		work[nb] = nb;
+	}
+
+	for (i = 1; a < aend; i++)
+	{
+		uint32_t	ca = next_char(&a, aend);
+		int			diag = work[0];
+
+		work[0] = i;
+		for (p = b, j = 1; j <= nb; j++)
+		{
+			int			up = work[j];
+
+			work[j] = min3(up + 1, work[j - 1] + 1,
+						   diag + (ca != next_char(&p, bend)));
+			diag = up;
+		}
+	}
+	return work[nb];
+}
+
+/*
+ * Only the cells with |i - j| <= max can hold a distance of at most max:
+ * the others count as max + 1, and so does every value above max.
+ */
+int
+genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
+					  int max, int *work)
+{
+	const char *aend;
+	const char *bend;
+	const char *blo;
+	size_t		na;
+	size_t		nb;
+	int			big;
+	int			lo_at = 1;
+	int			i;
+	int			j;
+
+	if (blen > alen)
+		return genie_levenshtein_max(b, blen, a, alen, max, work);
+	if (max < 0)
+		max = 0;
+	na = count_chars(a, alen);
+	nb = count_chars(b, blen);
+	if ((na > nb ? na - nb : nb - na) > (size_t) max)
+		return max + 1;
+	if ((size_t) max >= (na > nb ? na : nb))
+		return genie_levenshtein(a, alen, b, blen, work);
+
+	/* from here max < na + nb fits in an int, as do all the counts */
+	big = max + 1;
+	aend = a + alen;
+	bend = b + blen;
+	for (j = 0; j <= (int) nb && j <= max; j++)
+		work[j] = j;
+	blo = b;					/* character lo_at - 1 of b */
+
+	for (i = 1; i <= (int) na; i++)
+	{
+		uint32_t	ca = next_char(&a, aend);
+		int			lo = i - max > 1 ? i - max : 1;
+		int			hi = i + max < (int) nb ? i + max : (int) nb;
+		int			diag;
+		int			left;
+		int			rowmin;
+		const char *p;
+
+		for (; lo_at < lo; lo_at++)
+			blo += genie_utf8_charlen(blo, bend - blo);
+		diag = work[lo - 1];
+		left = lo == 1 ? i : big;
+		work[lo - 1] = left;
+		rowmin = left;
+		for (p = blo, j = lo; j <= hi; j++)
+		{
+			int			up = j <= i - 1 + max ? work[j] : big;
+			int			cur = min3(up + 1, left + 1,
+								   diag + (ca != next_char(&p, bend)));
+
+			if (cur > big)
+				cur = big;
+			diag = up;
+			work[j] = left = cur;
+			if (cur < rowmin)
+				rowmin = cur;
+		}
+		if (rowmin > max)
+			return big;
+	}
+	return work[nb];
+}
+
+int
+genie_ngram_count_lower_bound(int query_grams, int n, int d)
+{
+	int64_t		bound = (int64_t) query_grams - (int64_t) n * (d > 0 ? d : 0);
+
+	return bound > 0 ? (int) bound : 0;
+}
