@@ -206,6 +206,12 @@ EXECUTE ivf_knn('{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,NaN}', 10);
 EXECUTE ivf_knn('{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,NULL}', 10);
 RESET plan_cache_mode;
 DEALLOCATE ivf_knn;
+-- a pgvector habit: ivfflat.probes does nothing here, and a scan says so once
+SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
+SET ivfflat.probes = 10;
+SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
+SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
+RESET ivfflat.probes;
 RESET gpuivf.probes;
 
 DROP TABLE ivf_exact, ivf_queries, ivf_centres, ivf_items;

@@ -18,6 +18,7 @@
 
 #include "access/relscan.h"
 #include "utils/float.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -43,6 +44,32 @@ typedef struct GpuivfScanOpaqueData
 } GpuivfScanOpaqueData;
 
 typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
+
+/*
+ * A pgvector habit: ivfflat.probes set in this session does nothing here.
+ * Said once per session, when its value differs from its reset value (a
+ * setting pgvector defines) or it exists at all (a placeholder).
+ */
+static void
+hint_ivfflat_probes(void)
+{
+	static bool hinted = false;
+	const char *value;
+	const char *reset;
+
+	if (hinted)
+		return;
+	value = GetConfigOption("ivfflat.probes", true, false);
+	if (value == NULL)
+		return;
+	reset = GetConfigOptionResetString("ivfflat.probes");
+	if (reset != NULL && strcmp(value, reset) == 0)
+		return;
+	hinted = true;
+	ereport(NOTICE,
+			(errmsg("ivfflat.probes does not apply to gpuivf indexes"),
+			 errhint("Set gpuivf.probes (now %d) instead.", gpuivf_probes)));
+}
 
 IndexScanDesc
 gpuivf_beginscan(Relation index, int nkeys, int norderbys)
@@ -97,6 +124,7 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 	lists = meta->lists;
 	meta = NULL;				/* support functions may invalidate the cache */
 	so->probes = (uint32) gpuivf_probes;
+	hint_ivfflat_probes();
 
 	old = MemoryContextSwitchTo(so->cxt);
 	q = gpuivf_datum_floats(index, scan->orderByData[0].sk_argument, &dim,
