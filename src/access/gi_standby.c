@@ -65,12 +65,13 @@ wal_touches(const RelFileNode *node, XLogRecPtr from, XLogRecPtr to)
 	ReadLocalXLogPageNoWaitPrivate *priv;
 	XLogReaderState *reader;
 	XLogSegNo	segno;
+	XLogSegNo	removed = XLogGetLastRemovedSegno();
 	XLogRecPtr	first;
 	bool		touched = false;
 
 	/* a segment at or next to the last one removed may go any moment */
 	XLByteToSeg(from, segno, wal_segment_size);
-	if (segno <= XLogGetLastRemovedSegno() + 1)
+	if (removed > 0 && segno <= removed + 1)
 		return true;
 
 	priv = palloc0(sizeof(ReadLocalXLogPageNoWaitPrivate));

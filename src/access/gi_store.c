@@ -39,6 +39,8 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 
 	call->key = gi_store_key(index);
 	call->args.relfilenode = gi_store_relfilenode(index);
+	/* a catch-up that failed before its LOAD_BEGIN must not leave its mark */
+	gi_load_replacing = InvalidXLogRecPtr;
 	for (;;)
 	{
 		call->args.lsn = gi_standby_position();
