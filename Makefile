@@ -15,6 +15,7 @@ EXTRA_CLEAN = gpuindex--$(EXTVERSION).sql gpuindex_cuda.so test/unit/*.run
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/types -I$(srcdir)/src/backend \
 	-I$(srcdir)/src/backend/host -I$(srcdir)/src/access -I$(srcdir)/src/service \
 	-I$(srcdir)/src/service/kinds -I$(srcdir)/src/am/gpuivf -I$(srcdir)/src/am/gpusparse \
+	-I$(srcdir)/src/am/genie \
 	-I$(srcdir)/cuda/common
 PG_CFLAGS = -std=gnu99 -Wall -Wmissing-prototypes
 SHLIB_LINK = -ldl -lm

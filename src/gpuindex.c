@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "genie.h"
 #include "gpuivf.h"
 #include "gpusparse.h"
 #include "gi_client.h"
@@ -213,4 +214,5 @@ _PG_init(void)
 	gi_kind_register(&gi_kind_sparse);
 	gpuivf_init();
 	gpusparse_init();
+	genie_init();
 }

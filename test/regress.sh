@@ -23,7 +23,8 @@ CONF
 chmod -R a+rX "$dir"
 [ "$(id -u)" = 0 ] && chown -R "$PG_USER" "$dir"
 
-tests=$(cd "$top/sql" && ls *.sql | sed 's/\.sql$//' | sort | tr '\n' ' ')
+# GPUINDEX_REGRESS_TESTS="genie gpusparse" runs only those
+tests=${GPUINDEX_REGRESS_TESTS:-$(cd "$top/sql" && ls *.sql | sed 's/\.sql$//' | sort | tr '\n' ' ')}
 regress=$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress
 as_pg "cd '$dir' && '$regress' --bindir='$PG_BIN' --temp-instance='$dir/instance' \
 	--temp-config='$dir/extra.conf' --inputdir='$dir' --outputdir='$dir' \

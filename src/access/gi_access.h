@@ -267,7 +267,8 @@ gi_hit_cursor_reset(GiHitCursor *cur)
 
 extern IndexAmRoutine *gi_am_routine(uint16 nprocs);
 extern bool gi_validate_orderby_ops(const char *amname, const char *opclassname,
-									Oid opcintype, CatCList *oprlist);
+									Oid opcintype, CatCList *oprlist,
+									bool any_right);
 
 /* ---- SQL functions over an index (gi_batch.c) ---- */
 
@@ -304,7 +305,27 @@ typedef struct GiBatch
 	void	   *arg;
 } GiBatch;
 
+/* a visible row of a batch's answer, with its key column when asked for */
+typedef struct GiBatchRow
+{
+	ItemPointerData tid;
+	double		distance;
+	Datum		key;
+	bool		keynull;
+} GiBatchRow;
+
+/* the answer to one query of a batch, in (distance, key) order */
+typedef struct GiBatchQuery
+{
+	GiBatchRow *rows;			/* up to k, grown on demand */
+	int			nrows;
+	int			cap;
+	bool		more;			/* the service may have more hits */
+	GiHitCursor cursor;			/* after the last hit seen */
+} GiBatchQuery;
+
 extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
+extern GiBatchQuery *gi_batch_collect(GiBatch *b);
 extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);
 extern bool gi_batch_null_args(FunctionCallInfo fcinfo, int nargs);
 

@@ -125,31 +125,15 @@ gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg)
 	get_typlenbyval(have, &b->keylen, &b->keybyval);
 }
 
-typedef struct BatchRow
-{
-	ItemPointerData tid;
-	double		distance;
-	Datum		key;
-	bool		keynull;
-} BatchRow;
-
-typedef struct BatchQuery
-{
-	BatchRow   *rows;			/* up to k, grown on demand */
-	int			nrows;
-	int			cap;
-	GiHitCursor cursor;			/* after the last hit seen */
-} BatchQuery;
-
 /* keep hit h of query b when its row is visible */
 static void
-batch_take(GiBatch *b, BatchQuery *bq, const gi_hit *h, Snapshot snapshot,
+batch_take(GiBatch *b, GiBatchQuery *bq, const gi_hit *h, Snapshot snapshot,
 		   IndexFetchTableData *fetch, TupleTableSlot *slot)
 {
 	ItemPointerData tid;
 	bool		call_again = false;
 	bool		all_dead = false;
-	BatchRow   *row;
+	GiBatchRow   *row;
 
 	if (!gi_hit_cursor_next(&bq->cursor, h))
 		return;					/* seen in an earlier round */
@@ -160,8 +144,8 @@ batch_take(GiBatch *b, BatchQuery *bq, const gi_hit *h, Snapshot snapshot,
 		{
 			bq->cap = Min(b->k, Max(16, bq->cap * 2));
 			bq->rows = bq->rows ?
-				repalloc_huge(bq->rows, sizeof(BatchRow) * bq->cap) :
-				palloc_extended(sizeof(BatchRow) * bq->cap, MCXT_ALLOC_HUGE);
+				repalloc_huge(bq->rows, sizeof(GiBatchRow) * bq->cap) :
+				palloc_extended(sizeof(GiBatchRow) * bq->cap, MCXT_ALLOC_HUGE);
 		}
 		row = &bq->rows[bq->nrows++];
 		row->tid = slot->tts_tid;
@@ -192,12 +176,11 @@ gi_batch_null_args(FunctionCallInfo fcinfo, int nargs)
 	return false;
 }
 
-/* run the batch and return its rows through the call's tuplestore */
-void
-gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
+/* run the batch: per query, its k best visible rows (fewer if there are not) */
+GiBatchQuery *
+gi_batch_collect(GiBatch *b)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	BatchQuery *bq = palloc0(sizeof(BatchQuery) * Max(b->nq, 1));
+	GiBatchQuery *bq = palloc0(sizeof(GiBatchQuery) * Max(b->nq, 1));
 	int		   *pend = palloc(sizeof(int) * Max(b->nq, 1));
 	int			npend = b->nq;
 	uint32		kreq = (uint32) b->k;
@@ -227,12 +210,13 @@ gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
 
 			for (int i = 0; i < n; i++)
 			{
-				BatchQuery *q = &bq[pend[from + i]];
+				GiBatchQuery *q = &bq[pend[from + i]];
 
 				for (uint32 r = 0; r < found[i] && q->nrows < b->k; r++)
 					batch_take(b, q, &hits[(Size) i * kreq + r], snapshot, fetch, slot);
 				/* fewer than k visible while the service had more: again */
-				if (q->nrows < b->k && found[i] >= kreq)
+				q->more = (found[i] >= kreq);
+				if (q->nrows < b->k && q->more)
 					pend[nstill++] = pend[from + i];
 			}
 			pfree(hits);
@@ -253,12 +237,21 @@ gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
 
 	ExecDropSingleTupleTableSlot(slot);
 	table_index_fetch_end(fetch);
+	return bq;
+}
+
+/* run the batch and return its rows through the call's tuplestore */
+void
+gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GiBatchQuery *bq = gi_batch_collect(b);
 
 	for (int q = 0; q < b->nq; q++)
 	{
 		for (int r = 0; r < bq[q].nrows; r++)
 		{
-			BatchRow   *row = &bq[q].rows[r];
+			GiBatchRow   *row = &bq[q].rows[r];
 			Datum		values[3];
 			bool		nulls[3] = {false, false, false};
 

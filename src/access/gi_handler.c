@@ -17,7 +17,8 @@
 
 /*
  * An ordered-scan-only AM over one column, list chains vacuumed by the
- * shared pass: the AM adds its callbacks (and may change a property).
+ * shared pass: the AM adds its callbacks (and may change a property);
+ * those it does not set stay NULL.
  */
 IndexAmRoutine *
 gi_am_routine(uint16 nprocs)
@@ -49,11 +50,12 @@ gi_am_routine(uint16 nprocs)
 
 /*
  * Every operator of the family for opcintype must be an ORDER BY operator
- * (opcintype, opcintype) -> float8; reports each one that is not.
+ * (opcintype, opcintype) -> float8, or (opcintype, any type) with
+ * any_right; reports each one that is not.
  */
 bool
 gi_validate_orderby_ops(const char *amname, const char *opclassname,
-						Oid opcintype, CatCList *oprlist)
+						Oid opcintype, CatCList *oprlist, bool any_right)
 {
 	bool		result = true;
 
@@ -66,7 +68,8 @@ gi_validate_orderby_ops(const char *amname, const char *opclassname,
 		if (oprform->amoppurpose != AMOP_ORDER ||
 			!OidIsValid(oprform->amopsortfamily) ||
 			!check_amop_signature(oprform->amopopr, FLOAT8OID,
-								  opcintype, opcintype))
+								  opcintype,
+								  any_right ? oprform->amoprighttype : opcintype))
 		{
 			ereport(INFO,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),

@@ -300,7 +300,7 @@ gpuivf_validate(Oid opclassoid)
 			result = false;
 		}
 
-	if (!gi_validate_orderby_ops("gpuivf", opclassname, opcintype, oprlist))
+	if (!gi_validate_orderby_ops("gpuivf", opclassname, opcintype, oprlist, false))
 		result = false;
 
 	ReleaseCatCacheList(proclist);
@@ -319,23 +319,14 @@ gpuivf_handler(PG_FUNCTION_ARGS)
 	amroutine->ambuildempty = gpuivf_buildempty;
 	amroutine->aminsert = gpuivf_insert;
 	amroutine->ambulkdelete = gpuivf_bulkdelete;
-	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = gpuivf_costestimate;
 	amroutine->amoptions = gpuivf_options;
-	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = gpuivf_buildphasename;
 	amroutine->amvalidate = gpuivf_validate;
-	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = gpuivf_beginscan;
 	amroutine->amrescan = gpuivf_rescan;
 	amroutine->amgettuple = gpuivf_gettuple;
-	amroutine->amgetbitmap = NULL;
 	amroutine->amendscan = gpuivf_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
 
 	PG_RETURN_POINTER(amroutine);
 }

@@ -90,6 +90,23 @@ typedef GpusparseTupleData *GpusparseTuple;
 #define GPUSPARSE_PHASE_WRITE	2
 #define GPUSPARSE_PHASE_LOAD	3
 
+/*
+ * How an index turns a column value and an ORDER BY argument into the
+ * sparse vectors its pages and store hold.  gpusparse's operator classes
+ * convert with support function 1 (gpusparse_spvec_map); an access method
+ * built on these pages and this store (genie) brings its own map, and sets
+ * recheck when its distances are only lower bounds of the operator's.
+ * dim is the index's dimension, 0 while no row has fixed it.
+ */
+typedef struct GpusparseValueMap
+{
+	SpVec	   *(*row) (Relation index, Datum value, uint32 dim);
+	SpVec	   *(*query) (Relation index, ScanKey orderby, uint32 dim);
+	bool		recheck;
+} GpusparseValueMap;
+
+extern const GpusparseValueMap gpusparse_spvec_map;
+
 /* GUCs */
 extern int	gpusparse_scan_batch;
 extern int	gpusparse_method;
@@ -102,6 +119,7 @@ extern bytea *gpusparse_options(Datum reloptions, bool validate);
 extern SpVec *gpusparse_datum_spvec(Relation index, Datum value);
 extern bool gpusparse_is_gpusparse_index(Relation index);
 extern void gpusparse_check_dim(Relation index, uint32 dim, int got);
+extern char *gpusparse_buildphasename(int64 phasenum);
 
 /* gpusparse_pages.c */
 extern void gpusparse_init_metapage(Page page, uint32 dim);
@@ -116,6 +134,9 @@ extern void gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
 /* gpusparse_build.c */
 extern IndexBuildResult *gpusparse_build(Relation heap, Relation index,
 										 IndexInfo *indexInfo);
+extern IndexBuildResult *gpusparse_build_mapped(Relation heap, Relation index,
+												IndexInfo *indexInfo,
+												const GpusparseValueMap *map);
 extern void gpusparse_buildempty(Relation index);
 
 /* gpusparse_insert.c */
@@ -123,6 +144,9 @@ extern bool gpusparse_insert(Relation index, Datum *values, bool *isnull,
 							 ItemPointer heap_tid, Relation heap,
 							 IndexUniqueCheck checkUnique, bool indexUnchanged,
 							 IndexInfo *indexInfo);
+extern void gpusparse_insert_mapped(Relation index, Datum value,
+									ItemPointer heap_tid,
+									const GpusparseValueMap *map);
 
 /* gpusparse_vacuum.c */
 extern IndexBulkDeleteResult *gpusparse_bulkdelete(IndexVacuumInfo *info,
@@ -139,8 +163,23 @@ extern gi_hit *gpusparse_search_service(Relation index, uint32 dim,
 extern void gpusparse_walk_rows(Relation index, BufferAccessStrategy bas,
 								GiItemFn fn, void *arg);
 
+/* gpusparse_batch.c: the queries of a batch, for GiBatch.search */
+typedef struct GpusparseBatchArg
+{
+	Relation	index;
+	uint32		dim;
+	SpVec	  **queries;
+	SpVec	  **qbuf;			/* room for as many */
+} GpusparseBatchArg;
+
+extern gi_hit *gpusparse_batch_search(void *arg, const int *qidx, int n, uint32 kreq,
+									  uint32 **found);
+
 /* gpusparse_scan.c */
 extern IndexScanDesc gpusparse_beginscan(Relation index, int nkeys, int norderbys);
+extern IndexScanDesc gpusparse_beginscan_mapped(Relation index, int nkeys,
+												int norderbys,
+												const GpusparseValueMap *map);
 extern void gpusparse_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);
 extern bool gpusparse_gettuple(IndexScanDesc scan, ScanDirection dir);

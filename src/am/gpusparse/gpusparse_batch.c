@@ -39,14 +39,6 @@ PG_FUNCTION_INFO_V1(gpusparse_search_key);
 PG_FUNCTION_INFO_V1(gpusparse_search_packed);
 PG_FUNCTION_INFO_V1(gpusparse_search_packed_key);
 
-typedef struct SparseBatchArg
-{
-	Relation	index;
-	uint32		dim;
-	SpVec	  **queries;
-	SpVec	  **qbuf;
-} SparseBatchArg;
-
 static void
 batch_check_count(Size nq)
 {
@@ -171,10 +163,11 @@ batch_queries_packed(bytea *raw, uint32 dim, int *nq_out)
 	return q;
 }
 
-static gi_hit *
-batch_search_some(void *arg, const int *qidx, int n, uint32 kreq, uint32 **found)
+/* GiBatch.search over GpusparseBatchArg's queries */
+gi_hit *
+gpusparse_batch_search(void *arg, const int *qidx, int n, uint32 kreq, uint32 **found)
 {
-	SparseBatchArg *a = arg;
+	GpusparseBatchArg *a = arg;
 	void	   *packed;
 	Size		bytes;
 	gi_hit	   *hits;
@@ -198,7 +191,7 @@ static Datum
 batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 {
 	int32		k = PG_GETARG_INT32(2);
-	SparseBatchArg a;
+	GpusparseBatchArg a;
 	GiBatch		b;
 	int			nq = 0;
 
@@ -236,7 +229,7 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 		b.nq = nq;
 		b.k = k;
 		b.max_k = GPUSPARSE_MAX_K;
-		b.search = batch_search_some;
+		b.search = gpusparse_batch_search;
 		b.distance = batch_distance;
 		b.arg = &a;
 		gi_batch_run(&b, fcinfo);

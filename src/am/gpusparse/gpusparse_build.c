@@ -23,6 +23,7 @@
 typedef struct GpusparseBuildState
 {
 	Relation	index;
+	const GpusparseValueMap *map;
 	uint32		dim;
 	double		indtuples;
 	GiChainBuild cb;
@@ -48,7 +49,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (isnull[0])
 		return;
 	old = MemoryContextSwitchTo(bs->tmpcxt);
-	v = gpusparse_datum_spvec(index, values[0]);
+	v = bs->map->row(index, values[0], bs->dim);
 	gpusparse_check_dim(index, bs->dim, v->dim);
 	bs->dim = (uint32) v->dim;
 	gpusparse_form_items(v, tid, build_item, bs);
@@ -82,6 +83,13 @@ write_dim(Relation index, uint32 dim)
 IndexBuildResult *
 gpusparse_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
+	return gpusparse_build_mapped(heap, index, indexInfo, &gpusparse_spvec_map);
+}
+
+IndexBuildResult *
+gpusparse_build_mapped(Relation heap, Relation index, IndexInfo *indexInfo,
+					   const GpusparseValueMap *map)
+{
 	IndexBuildResult *result;
 	GpusparseBuildState bs;
 	GiListDir	dir;
@@ -98,6 +106,7 @@ gpusparse_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
+	bs.map = map;
 	bs.dim = typmod > 0 ? (uint32) typmod : 0;
 	gpusparse_check_dim(index, 0, (int) bs.dim);
 	bs.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "gpusparse build row",

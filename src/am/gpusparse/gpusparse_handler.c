@@ -45,6 +45,21 @@ gpusparse_datum_spvec(Relation index, Datum value)
 	return DatumGetSpVecP(FunctionCall1Coll(proc, index->rd_indcollation[0], value));
 }
 
+static SpVec *
+spvec_row(Relation index, Datum value, uint32 dim)
+{
+	return gpusparse_datum_spvec(index, value);
+}
+
+static SpVec *
+spvec_query(Relation index, ScanKey orderby, uint32 dim)
+{
+	return gpusparse_datum_spvec(index, orderby->sk_argument);
+}
+
+/* gpusparse's own: support function 1, distances exact */
+const GpusparseValueMap gpusparse_spvec_map = {spvec_row, spvec_query, false};
+
 bool
 gpusparse_is_gpusparse_index(Relation index)
 {
@@ -70,7 +85,7 @@ gpusparse_check_dim(Relation index, uint32 dim, int got)
 				 errhint("The device store keeps one list per dimension; map the dimensions to a smaller range.")));
 }
 
-static char *
+char *
 gpusparse_buildphasename(int64 phasenum)
 {
 	switch (phasenum)
@@ -157,7 +172,7 @@ gpusparse_validate(Oid opclassoid)
 		result = false;
 	}
 
-	if (!gi_validate_orderby_ops("gpusparse", opclassname, opcintype, oprlist))
+	if (!gi_validate_orderby_ops("gpusparse", opclassname, opcintype, oprlist, false))
 		result = false;
 
 	ReleaseCatCacheList(proclist);
@@ -175,23 +190,14 @@ gpusparse_handler(PG_FUNCTION_ARGS)
 	amroutine->ambuildempty = gpusparse_buildempty;
 	amroutine->aminsert = gpusparse_insert;
 	amroutine->ambulkdelete = gpusparse_bulkdelete;
-	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = gpusparse_costestimate;
 	amroutine->amoptions = gpusparse_options;
-	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = gpusparse_buildphasename;
 	amroutine->amvalidate = gpusparse_validate;
-	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = gpusparse_beginscan;
 	amroutine->amrescan = gpusparse_rescan;
 	amroutine->amgettuple = gpusparse_gettuple;
-	amroutine->amgetbitmap = NULL;
 	amroutine->amendscan = gpusparse_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
 
 	PG_RETURN_POINTER(amroutine);
 }

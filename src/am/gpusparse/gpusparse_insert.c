@@ -30,22 +30,28 @@ gpusparse_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_t
 				 Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 				 IndexInfo *indexInfo)
 {
+	/* like pgvector: NULL vectors are not indexed */
+	if (!isnull[0])
+		gpusparse_insert_mapped(index, values[0], heap_tid, &gpusparse_spvec_map);
+	return false;
+}
+
+void
+gpusparse_insert_mapped(Relation index, Datum value, ItemPointer heap_tid,
+						const GpusparseValueMap *map)
+{
 	MemoryContext tmp;
 	MemoryContext old;
 	SpVec	   *v;
 	uint32		dim;
 	AppendArg	a;
 
-	/* like pgvector: NULL vectors are not indexed */
-	if (isnull[0])
-		return false;
-
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpusparse insert",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmp);
 
-	v = gpusparse_datum_spvec(index, values[0]);
 	dim = gpusparse_get_dim(index);
+	v = map->row(index, value, dim);
 	gpusparse_check_dim(index, dim, v->dim);
 	if (dim == 0)
 		gpusparse_check_dim(index, gpusparse_set_dim(index, (uint32) v->dim), v->dim);
@@ -58,5 +64,4 @@ gpusparse_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_t
 
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
-	return false;
 }

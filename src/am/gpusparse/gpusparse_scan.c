@@ -39,6 +39,7 @@ typedef struct TailRow
 
 typedef struct GpusparseScanOpaqueData
 {
+	const GpusparseValueMap *map;
 	MemoryContext cxt;			/* query and answers; reset at rescan */
 	bool		have_query;		/* false: NULL query or empty index */
 	SpVec	   *query;
@@ -61,10 +62,18 @@ typedef GpusparseScanOpaqueData *GpusparseScanOpaque;
 IndexScanDesc
 gpusparse_beginscan(Relation index, int nkeys, int norderbys)
 {
+	return gpusparse_beginscan_mapped(index, nkeys, norderbys, &gpusparse_spvec_map);
+}
+
+IndexScanDesc
+gpusparse_beginscan_mapped(Relation index, int nkeys, int norderbys,
+						   const GpusparseValueMap *map)
+{
 	IndexScanDesc scan = gi_scan_begin(index, nkeys, norderbys,
 									   sizeof(GpusparseScanOpaqueData));
 	GpusparseScanOpaque so = (GpusparseScanOpaque) scan->opaque;
 
+	so->map = map;
 	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gpusparse scan",
 									ALLOCSET_DEFAULT_SIZES);
 	return scan;
@@ -104,7 +113,7 @@ gpusparse_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 
 	so->dim = gpusparse_get_dim(index);
 	old = MemoryContextSwitchTo(so->cxt);
-	q = gpusparse_datum_spvec(index, scan->orderByData[0].sk_argument);
+	q = so->map->query(index, &scan->orderByData[0], so->dim);
 	/* an index with nothing in it has no dimension yet and no rows */
 	if (so->dim > 0)
 	{
@@ -252,7 +261,10 @@ start_tail(IndexScanDesc scan)
 static bool
 return_hit(IndexScanDesc scan, const gi_hit *h)
 {
+	GpusparseScanOpaque so = (GpusparseScanOpaque) scan->opaque;
+
 	gi_scan_return(scan, h->key, (double) h->distance);
+	scan->xs_recheckorderby = so->map->recheck;
 	return true;
 }
 
