@@ -815,6 +815,25 @@ gi_k_km_update(const float *__restrict__ X, uint32_t dim, const uint32_t *__rest
 
 /* ---- training (kmeans_train) ------------------------------------------------ */
 
+/* the work queued so far done, does the caller want the rest? */
+static gi_status
+gi_km_keep_going(gi_cu_km *km, const gi_kmeans_params *p)
+{
+	gi_status	st;
+
+	if (p->keep_going == NULL)
+		return GI_OK;
+	st = gi_km_sync(km, "k-means training");
+	if (st != GI_OK)
+		return st;
+	if (!p->keep_going(p->keep_going_arg))
+	{
+		gi_cu_set_error("k-means training stopped by its caller");
+		return GI_ERR_CANCELLED;
+	}
+	return GI_OK;
+}
+
 static gi_status
 gi_km_train_locked(gi_cu_km *km, const gi_kmeans_params *p, uint32_t nsamples, const float *samples,
 				   float *centroids, uint32_t *nproduced)
@@ -925,6 +944,8 @@ gi_km_train_locked(gi_cu_km *km, const gi_kmeans_params *p, uint32_t nsamples, c
 			C + (size_t) c * dim);
 		if ((c & 255) == 0)
 			GI_CU_TRY(cudaGetLastError());
+		if ((c & 63) == 0 && (st = gi_km_keep_going(km, p)) != GI_OK)
+			return st;
 	}
 	GI_CU_TRY(cudaGetLastError());
 
@@ -933,6 +954,8 @@ gi_km_train_locked(gi_cu_km *km, const gi_kmeans_params *p, uint32_t nsamples, c
 	{
 		uint32_t	changed = 1;
 
+		if ((st = gi_km_keep_going(km, p)) != GI_OK)
+			return st;
 		st = gi_km_prep_centroids(km, k, dim);
 		if (st == GI_OK)
 			st = gi_km_assign_device(km, k, dim, rank_metric, n, cmax2, assign);

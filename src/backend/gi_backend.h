@@ -54,7 +54,8 @@ typedef enum gi_status
 	GI_ERR_NOMEM,				/* the allocator (host or device) failed */
 	GI_ERR_INVALID,				/* bad argument (list out of range, ...) */
 	GI_ERR_DEVICE,				/* CUDA error: launch failure, lost device */
-	GI_ERR_UNSUPPORTED			/* this backend does not implement it */
+	GI_ERR_UNSUPPORTED,			/* this backend does not implement it */
+	GI_ERR_CANCELLED			/* the caller's keep_going said stop */
 } gi_status;
 
 typedef struct gi_store gi_store;	/* opaque, one per index */
@@ -138,6 +139,14 @@ typedef struct gi_kmeans_params
 	uint32_t	metric;			/* gi_metric */
 	uint64_t	seed;
 	gi_device  *device;			/* where to train; NULL = ordinal 0 */
+
+	/*
+	 * NULL, or asked between groups of k-means++ picks and between Lloyd
+	 * iterations whether to go on: on false the training stops, and
+	 * kmeans_train returns GI_ERR_CANCELLED.
+	 */
+	bool		(*keep_going) (void *arg);
+	void	   *keep_going_arg;
 } gi_kmeans_params;
 
 /* one search hit: key of the record and its distance */

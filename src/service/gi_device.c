@@ -51,6 +51,11 @@ host_kmeans_train(const gi_kmeans_params *params, uint32_t n, const float *sampl
 	*nproduced = gi_host_kmeans_train(params, n, copy, centroids, ws, NULL, NULL);
 	free(copy);
 	free(ws);
+	if (params->keep_going && !params->keep_going(params->keep_going_arg))
+	{
+		gi_host_set_error("k-means training stopped by its caller");
+		return GI_ERR_CANCELLED;
+	}
 	return GI_OK;
 }
 

@@ -30,7 +30,9 @@
  *
  * A job runs on the device whose stores hold the fewest bytes when it
  * begins.  Training runs in the service's one thread: while it runs,
- * other requests wait for the next round.
+ * other requests wait for the next round.  It asks between its steps
+ * whether the build still waits for it, and stops when the build gave up
+ * (a cancelled CREATE INDEX, statement_timeout).
  */
 #include "postgres.h"
 
@@ -284,6 +286,19 @@ handle_data(GiWork *w)
 	gi_reply(w, GI_REPLY_OK);
 }
 
+/* kmeans_train's keep_going: the building backend still waits */
+static bool
+build_waits(void *arg)
+{
+	GiSlot	   *slot = arg;
+	bool		waits;
+
+	SpinLockAcquire(&slot->mutex);
+	waits = slot->state == GI_SLOT_RUNNING;
+	SpinLockRelease(&slot->mutex);
+	return waits;
+}
+
 static void
 handle_train(GiWork *w)
 {
@@ -298,8 +313,20 @@ handle_train(GiWork *w)
 		malformed(w, "k-means training");
 		return;
 	}
+	job->params.keep_going = build_waits;
+	job->params.keep_going_arg = w->slot;
 	st = gi_ops->kmeans_train(&job->params, job->nsamples, job->samples,
 							  job->centroids, &k);
+	job->params.keep_going = NULL;
+	if (st == GI_ERR_CANCELLED)
+	{
+		ereport(LOG,
+				(errmsg("gpuindex device service: stopped the k-means training of %u samples: its build gave up",
+						job->nsamples)));
+		gi_reply_error(w, ERRCODE_QUERY_CANCELED, "k-means training stopped: the build gave up");
+		drop_job(job);
+		return;
+	}
 	if (st != GI_OK)
 	{
 		reply_failure(w, job, st, "k-means training");

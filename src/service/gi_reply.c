@@ -49,6 +49,9 @@ gi_reply_status(GiWork *w, gi_status st)
 		case GI_ERR_UNSUPPORTED:
 			sqlstate = ERRCODE_FEATURE_NOT_SUPPORTED;
 			break;
+		case GI_ERR_CANCELLED:
+			sqlstate = ERRCODE_QUERY_CANCELED;
+			break;
 		case GI_ERR_DEVICE:
 			sqlstate = ERRCODE_SYSTEM_ERROR;
 			gi_service_restart_pending = true;

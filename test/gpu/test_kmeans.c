@@ -163,6 +163,21 @@ done:
 	free(ref);
 }
 
+/* a keep_going that counts its calls and says stop after stop_after */
+typedef struct km_poll
+{
+	uint32_t	calls;
+	uint32_t	stop_after;
+} km_poll;
+
+static bool
+km_keep_going(void *arg)
+{
+	km_poll    *poll = arg;
+
+	return ++poll->calls <= poll->stop_after;
+}
+
 static void
 test_kmeans_assign(void)
 {
@@ -320,6 +335,28 @@ test_kmeans_train(void)
 		EXPECT(st == GI_OK && kg2 == kg &&
 			   memcmp(cg, cg2, sizeof(float) * (size_t) kg * dim) == 0,
 			   "%s: a second training differs", what);
+		/* asking whether to go on changes nothing; saying stop stops it */
+		{
+			km_poll		poll = {0, UINT32_MAX};
+
+			p.keep_going = km_keep_going;
+			p.keep_going_arg = &poll;
+			st = KT(&p, n, x, cg2, &kg2);
+			EXPECT(st == GI_OK && kg2 == kg && (poll.calls > 0 || kg == 0) &&
+				   memcmp(cg, cg2, sizeof(float) * (size_t) kg * dim) == 0,
+				   "%s: a training asked whether to go on (%u times) differs", what, poll.calls);
+			if (!self_mode && kg > 0)
+			{
+				poll.calls = 0;
+				poll.stop_after = 1;
+				st = KT(&p, n, x, cg2, &kg2);
+				EXPECT(st == GI_ERR_CANCELLED && poll.calls == 2,
+					   "%s: a training told to stop at the 2nd question: status %d after %u",
+					   what, st, poll.calls);
+			}
+			p.keep_going = NULL;
+			p.keep_going_arg = NULL;
+		}
 		np = km_prepared(x, n, dim, m, prep);
 		for (uint32_t i = 0; i < kg * dim; i++)
 			if (!isfinite(cg[i]))
@@ -397,7 +434,7 @@ next:
 	}
 	if (!self_mode)
 	{
-		gi_kmeans_params p = {4, 0, 10, GI_METRIC_L2, 1, NULL};
+		gi_kmeans_params p = {4, 0, 10, GI_METRIC_L2, 1, NULL, NULL, NULL};
 		float		v[4] = {1, 2, 3, 4};
 		float		c[4];
 		uint32_t	k;

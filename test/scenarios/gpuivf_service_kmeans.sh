@@ -10,7 +10,8 @@
 # in SQL with the operators' double arithmetic, ties to the lower list);
 # builds are deterministic (REINDEX gives the same centroids); recall is
 # sane; tiny and degenerate tables build; on the host, the service's
-# training gives exactly the centroids of a build that trains itself.
+# training gives exactly the centroids of a build that trains itself, and
+# stops when its build is cancelled.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
@@ -85,6 +86,22 @@ check "cosine over zero vectors only: no lists" 0 \
 	      SELECT lists FROM gpuivf_index_info('km_zero_v')" | tail -1)"
 
 if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
+	# A build that gives up (statement_timeout) stops its training in the
+	# service: 30,000 samples and 1,000 lists train for seconds on the host
+	# (on a GPU for milliseconds, so the check runs on the host only).
+	q "CREATE TABLE kc AS SELECT i AS id, ARRAY(SELECT random()::real FROM generate_series(1, 32) WHERE i > 0) AS v
+	   FROM generate_series(1, 30000) i" >/dev/null
+	out=$(q "SET statement_timeout = '1500ms'; CREATE INDEX kc_v ON kc USING gpuivf (v) WITH (lists = 1000)")
+	t0=$(date +%s%N)
+	got=$(q "SELECT count(*) FROM (SELECT id FROM km ORDER BY v <-> (SELECT v FROM km WHERE id = 1) LIMIT 5) s")
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	echo "# a search right after the cancelled build: $ms ms"
+	check "the build was cancelled by its statement_timeout" 1 \
+		"$(echo "$out" | grep -c 'canceling statement due to statement timeout')"
+	check "the service stopped the training when its build gave up" 1 \
+		"$(grep -c 'stopped the k-means training of 30000 samples' "$dir/server.log")"
+	check "a search right after the cancel answers within 1 s" "5 1" "$got $(( ms < 1000 ))"
+
 	# the host k-means in the service is the very code a build runs itself
 	cluster_stop "$dir"
 	echo "gpuindex.debug_service_kmeans = off" >>"$dir/data/postgresql.conf"

@@ -156,6 +156,8 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 
 		if (check)
 			check(arg);
+		if (p->keep_going && !p->keep_going(p->keep_going_arg))
+			return 0;
 		for (i = 0; i < n; i++)
 			total += mind[i] > 0.0f ? mind[i] : 0.0f;
 		if (total > 0.0)
@@ -192,6 +194,8 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 	{
 		bool		changed = false;
 
+		if (p->keep_going && !p->keep_going(p->keep_going_arg))
+			return 0;
 		for (i = 0; i < n; i++)
 		{
 			uint32_t	a = gi_km_nearest(spherical, samples + (size_t) i * dim,
@@ -202,6 +206,8 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 			assign[i] = a;
 			if ((i & 1023) == 0 && check)
 				check(arg);
+			if ((i & 1023) == 0 && p->keep_going && !p->keep_going(p->keep_going_arg))
+				return 0;
 		}
 		if (!changed)
 			break;

@@ -151,9 +151,9 @@ extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
  * zero vectors dropped, the rest normalised and packed at the front),
  * writes the centroids (room for params->nlists * dim floats) and returns
  * how many it produced: min(nlists, usable samples), 0 when none is
- * usable.  It allocates nothing: workspace must hold
- * gi_host_kmeans_workspace(nsamples, dim, nlists) bytes.  check (may be
- * NULL) is called regularly and may leave by longjmp.
+ * usable, or 0 when params->keep_going stopped it.  It allocates nothing:
+ * workspace must hold gi_host_kmeans_workspace(nsamples, dim, nlists)
+ * bytes.  check (may be NULL) is called regularly and may leave by longjmp.
  */
 typedef void (*gi_host_kmeans_check_fn) (void *arg);
 extern size_t gi_host_kmeans_workspace(uint32_t nsamples, uint32_t dim,
