@@ -27,6 +27,7 @@
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
 #include "utils/catcache.h"
+#include "utils/array.h"
 #include "utils/rel.h"
 
 #include "gi_client.h"
@@ -300,7 +301,7 @@ typedef struct GiBatch
 	 */
 	gi_hit	   *(*search) (void *arg, const int *qidx, int n, uint32 kreq,
 						   uint32 **found);
-	/* the value the SQL operator gives for a service distance */
+	/* the value the SQL operator gives for a service distance (NULL: itself) */
 	double		(*distance) (void *arg, float distance);
 	void	   *arg;
 } GiBatch;
@@ -324,6 +325,8 @@ typedef struct GiBatchQuery
 	GiHitCursor cursor;			/* after the last hit seen */
 } GiBatchQuery;
 
+extern Datum *gi_batch_query_elems(ArrayType *arr, const char *elemname, int max,
+								   int *nq_out);
 extern void gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg);
 extern GiBatchQuery *gi_batch_collect(GiBatch *b);
 extern void gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo);

@@ -125,6 +125,44 @@ gi_batch_key_column(GiBatch *b, FunctionCallInfo fcinfo, int keyarg)
 	get_typlenbyval(have, &b->keylen, &b->keybyval);
 }
 
+/*
+ * The elements of a call's one-dimensional array of queries of type
+ * elemname: not empty, at most max, none NULL.
+ */
+Datum *
+gi_batch_query_elems(ArrayType *arr, const char *elemname, int max, int *nq_out)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nq;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("queries must be a one-dimensional array of %s", elemname)));
+	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+					  &elems, &nulls, &nq);
+	if (nq == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("queries must not be empty")));
+	if (nq > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("at most %d queries per call", max)));
+	for (int i = 0; i < nq; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("queries must not contain nulls")));
+	*nq_out = nq;
+	return elems;
+}
+
 /* keep hit h of query b when its row is visible */
 static void
 batch_take(GiBatch *b, GiBatchQuery *bq, const gi_hit *h, Snapshot snapshot,
@@ -133,7 +171,7 @@ batch_take(GiBatch *b, GiBatchQuery *bq, const gi_hit *h, Snapshot snapshot,
 	ItemPointerData tid;
 	bool		call_again = false;
 	bool		all_dead = false;
-	GiBatchRow   *row;
+	GiBatchRow *row;
 
 	if (!gi_hit_cursor_next(&bq->cursor, h))
 		return;					/* seen in an earlier round */
@@ -149,7 +187,7 @@ batch_take(GiBatch *b, GiBatchQuery *bq, const gi_hit *h, Snapshot snapshot,
 		}
 		row = &bq->rows[bq->nrows++];
 		row->tid = slot->tts_tid;
-		row->distance = b->distance(b->arg, h->distance);
+		row->distance = b->distance ? b->distance(b->arg, h->distance) : h->distance;
 		if (b->keyatt != InvalidAttrNumber)
 		{
 			row->key = slot_getattr(slot, b->keyatt, &row->keynull);
@@ -251,7 +289,7 @@ gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
 	{
 		for (int r = 0; r < bq[q].nrows; r++)
 		{
-			GiBatchRow   *row = &bq[q].rows[r];
+			GiBatchRow *row = &bq[q].rows[r];
 			Datum		values[3];
 			bool		nulls[3] = {false, false, false};
 

@@ -47,48 +47,6 @@ answer_cmp(const void *a, const void *b)
 	return ItemPointerCompare((ItemPointer) &x->tid, (ItemPointer) &y->tid);
 }
 
-/* the query strings of the call, none NULL */
-static text **
-seq_queries(ArrayType *arr, int *nq_out)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nq;
-	text	  **q;
-
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("queries must be a one-dimensional array of text")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nq);
-	if (nq == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("queries must not be empty")));
-	if (nq > GENIE_SEQ_MAX_QUERIES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("genie_seq_search takes at most %d queries per call, not %d",
-						GENIE_SEQ_MAX_QUERIES, nq)));
-	q = palloc(sizeof(text *) * nq);
-	for (int i = 0; i < nq; i++)
-	{
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("queries must not contain nulls")));
-		q[i] = DatumGetTextPP(elems[i]);
-	}
-	*nq_out = nq;
-	return q;
-}
-
-static double
-count_distance(void *arg, float distance)
-{
-	return (double) distance;
-}
-
 /*
  * Verify one query's candidates: their edit distances, the k nearest
  * sorted into ans[], and whether that answer is guaranteed.
@@ -140,6 +98,7 @@ genie_seq_search(PG_FUNCTION_ARGS)
 	int32		ncand = PG_GETARG_INT32(3);
 	GiBatch		b;
 	GpusparseBatchArg a;
+	Datum	   *elems;
 	text	  **queries;
 	int		   *qgrams;
 	int			nq;
@@ -184,17 +143,20 @@ genie_seq_search(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
-	queries = seq_queries(PG_GETARG_ARRAYTYPE_P(1), &nq);
+	elems = gi_batch_query_elems(PG_GETARG_ARRAYTYPE_P(1), "text",
+								 GENIE_SEQ_MAX_QUERIES, &nq);
+	queries = palloc(sizeof(text *) * nq);
 	qgrams = palloc(sizeof(int) * nq);
 	a.queries = palloc(sizeof(SpVec *) * nq);
 	a.qbuf = palloc(sizeof(SpVec *) * nq);
 	for (int i = 0; i < nq; i++)
 	{
 		uint32		nkeys;
-		uint64	   *keys = genie_text_ngram_keywords(VARDATA_ANY(queries[i]),
-													 VARSIZE_ANY_EXHDR(queries[i]),
-													 n, &nkeys);
+		uint64	   *keys;
 
+		queries[i] = DatumGetTextPP(elems[i]);
+		keys = genie_text_ngram_keywords(VARDATA_ANY(queries[i]),
+										 VARSIZE_ANY_EXHDR(queries[i]), n, &nkeys);
 		qgrams[i] = (int) nkeys;
 		a.queries[i] = genie_query_spvec(keys, nkeys, a.dim);
 		pfree(keys);
@@ -206,7 +168,6 @@ genie_seq_search(PG_FUNCTION_ARGS)
 	b.k = ncand;
 	b.max_k = GPUSPARSE_MAX_K;
 	b.search = gpusparse_batch_search;
-	b.distance = count_distance;
 	b.arg = &a;
 	cand = gi_batch_collect(&b);
 

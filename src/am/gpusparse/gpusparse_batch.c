@@ -52,36 +52,11 @@ batch_check_count(Size nq)
 static SpVec **
 batch_queries(Relation index, ArrayType *arr, int *nq_out)
 {
-	Datum	   *elems;
-	bool	   *nulls;
-	int			nq;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	SpVec	  **q;
+	Datum	   *elems = gi_batch_query_elems(arr, "spvec", GPUSPARSE_BATCH_MAX_QUERIES, nq_out);
+	SpVec	  **q = palloc(sizeof(SpVec *) * *nq_out);
 
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("queries must be a one-dimensional array of spvec")));
-	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
-					  &elems, &nulls, &nq);
-	if (nq == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("queries must not be empty")));
-	batch_check_count(nq);
-	q = palloc(sizeof(SpVec *) * nq);
-	for (int i = 0; i < nq; i++)
-	{
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("queries must not contain nulls")));
+	for (int i = 0; i < *nq_out; i++)
 		q[i] = gpusparse_datum_spvec(index, elems[i]);
-	}
-	*nq_out = nq;
 	return q;
 }
 
@@ -181,12 +156,6 @@ gpusparse_batch_search(void *arg, const int *qidx, int n, uint32 kreq, uint32 **
 	return hits;
 }
 
-static double
-batch_distance(void *arg, float distance)
-{
-	return (double) distance;
-}
-
 static Datum
 batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 {
@@ -230,7 +199,6 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 		b.k = k;
 		b.max_k = GPUSPARSE_MAX_K;
 		b.search = gpusparse_batch_search;
-		b.distance = batch_distance;
 		b.arg = &a;
 		gi_batch_run(&b, fcinfo);
 	}

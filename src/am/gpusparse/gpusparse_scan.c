@@ -17,7 +17,9 @@
  *	   the index; only queries that want more rows than score above zero
  *	   reach it.
  *
- * So a scan never returns fewer rows than the index holds.
+ * So a scan never returns fewer rows than the index holds.  Under a value
+ * map with recheck (genie) the same order is that of a lower bound of the
+ * operator's value, and the executor reorders by the operator.
  */
 #include "postgres.h"
 
