@@ -122,9 +122,13 @@ SELECT g_check('gn', 's', '<%>', $q$genie_ngrams('cab ba', 3)$q$, 'ref_ngram($co
 DROP INDEX gn_s3;
 CREATE INDEX gn_s2 ON gn USING genie (s genie_ngram_ops (n = 2)) WITH (lists = 64);
 SELECT g_check('gn', 's', '<%>', $q$genie_ngrams('abcab', 2)$q$, 'ref_ngram($col, ''abcab'', 2)', 10);
--- a query of another n would not be bounded by this index's counts
-SELECT id FROM gn ORDER BY s <%> 'abcab' LIMIT 1;
-SELECT id FROM gn ORDER BY s <%> genie_ngrams('abcab', 4) LIMIT 1;
+-- a query of another n would not be bounded by this index's counts: the
+-- planner leaves the index to a query it knows, the scan refuses a parameter
+EXPLAIN (COSTS OFF) SELECT id FROM gn ORDER BY s <%> 'abcab' LIMIT 1;
+PREPARE gn_q(genie_ngram_query) AS SELECT id FROM gn ORDER BY s <%> $1 LIMIT 1;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE gn_q(genie_ngrams('abcab', 4));
+RESET plan_cache_mode;
 RESET enable_seqscan;
 
 -- Edit distance through the 3-gram index, against fuzzystrmatch's
@@ -188,6 +192,72 @@ SELECT * FROM genie_seq_search('gq_s', '{abc}', 5, 4);
 SELECT * FROM genie_seq_search('gq_s', '{abc,NULL}', 5);
 SELECT * FROM genie_seq_search('gs_tags', '{abc}', 5);
 
+-- Vectors through LSH, against a sequential scan of the same operator (the
+-- hash functions themselves are checked against the collision formulas in
+-- the unit tests): 2,000 clustered 8-d vectors, fewer lists than m * d so
+-- that functions share lists, inserts and deletes after the build.
+CREATE TABLE gv (id int, v real[]);
+INSERT INTO gv SELECT i, ARRAY(SELECT (i % 20) + random() * 3 FROM generate_series(1, 8))::real[]
+FROM generate_series(1, 2000) i;
+CREATE INDEX gv_e2 ON gv USING genie (v genie_e2lsh_ops (m = 24, w = 2, d = 64, seed = 7))
+	WITH (lists = 500);
+SET enable_seqscan = off;
+SELECT g_check('gv', 'v', '<~>', $q$genie_e2lsh('{5,5,5,5,5,5,5,5}', 24, 2, 64, 7)$q$,
+			   '-($col <~> genie_e2lsh(''{5,5,5,5,5,5,5,5}'', 24, 2, 64, 7))', 20);
+-- a stored vector agrees with itself on all m functions and comes first
+SELECT id, v <~> genie_e2lsh(v, 24, 2, 64, 7) AS self FROM gv
+ORDER BY v <~> genie_e2lsh((SELECT v FROM gv WHERE id = 777), 24, 2, 64, 7) LIMIT 1;
+INSERT INTO gv SELECT i, ARRAY(SELECT 5 + random() + 0 * i FROM generate_series(1, 8))::real[] FROM generate_series(2001, 2100) i;
+DELETE FROM gv WHERE id % 4 = 0;
+SELECT g_check('gv', 'v', '<~>', $q$genie_e2lsh('{5,5,5,5,5,5,5,5}', 24, 2, 64, 7)$q$,
+			   '-($col <~> genie_e2lsh(''{5,5,5,5,5,5,5,5}'', 24, 2, 64, 7))', 120);
+CREATE INDEX gv_rb ON gv USING genie (v genie_rbin_ops (m = 16, sigma = 4, d = 32));
+SELECT g_check('gv', 'v', '<~>', $q$genie_rbin('{15,14,16,15,15,14,16,15}', 16, 4, 32)$q$,
+			   '-($col <~> genie_rbin(''{15,14,16,15,15,14,16,15}'', 16, 4, 32))', 30);
+-- a query goes to the index that hashes as it does, else to no index; a
+-- parameter the planner cannot see is refused by the scan
+EXPLAIN (COSTS OFF) SELECT id FROM gv ORDER BY v <~> genie_rbin('{5,5,5,5,5,5,5,5}', 16, 4, 32) LIMIT 1;
+EXPLAIN (COSTS OFF) SELECT id FROM gv ORDER BY v <~> genie_e2lsh('{5,5,5,5,5,5,5,5}', 24, 2, 64, 7) LIMIT 1;
+EXPLAIN (COSTS OFF) SELECT id FROM gv ORDER BY v <~> genie_e2lsh('{5,5,5,5,5,5,5,5}', 24, 2, 64, 8) LIMIT 1;
+DROP INDEX gv_e2;
+PREPARE gv_q(genie_lsh_query) AS SELECT id FROM gv ORDER BY v <~> $1 LIMIT 1;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE gv_q(genie_rbin('{5,5,5,5,5,5,5,5}'));
+EXECUTE gv_q(genie_rbin('{5,5,5,5}', 16, 4, 32));
+RESET plan_cache_mode;
+
+-- Rows as (attribute, value) pairs with range items, against the same
+-- count written as SQL predicates; NULL attributes, negative values, open
+-- bounds, ranges over every list, and 7 lists so that ranges wrap.
+CREATE TABLE gr (id int, age int, income int, grade int);
+INSERT INTO gr SELECT i, (random() * 80)::int, (random() * 200000)::int - 50000,
+	CASE WHEN i % 10 = 0 THEN NULL ELSE (random() * 5)::int END
+FROM generate_series(1, 3000) i;
+CREATE INDEX gr_row ON gr USING genie ((ARRAY[age, income, grade]) genie_row_ops) WITH (lists = 7);
+SELECT g_check('gr', 'ARRAY[age, income, grade]', '<&>', $q$genie_ranges('{30,1000,2}', '{40,2000,2}')$q$,
+			   '(age BETWEEN 30 AND 40)::int + (income BETWEEN 1000 AND 2000)::int + coalesce((grade = 2)::int, 0)', 40);
+SELECT g_check('gr', 'ARRAY[age, income, grade]', '<&>', $q$'{2:-50000..-40000, 3:0..1, 1:79..80, 2:-100..100}'::genie_ranges$q$,
+			   '(income BETWEEN -50000 AND -40000)::int + coalesce((grade BETWEEN 0 AND 1)::int, 0) + (age >= 79)::int + (income BETWEEN -100 AND 100)::int', 60);
+SELECT g_check('gr', 'ARRAY[age, income, grade]', '<&>', $q$genie_ranges('{NULL,NULL,4}', '{20,NULL,NULL}')$q$,
+			   '(age <= 20)::int + coalesce((grade >= 4)::int, 0)', 25, 'id % 2 = 0');
+-- an item that matches nothing, one that matches every row with the attribute
+SELECT g_check('gr', 'ARRAY[age, income, grade]', '<&>', $q$'{1:50..10, 3:-2147483648..2147483647, 4:1}'::genie_ranges$q$,
+			   'coalesce((grade IS NOT NULL)::int, 0)', 10);
+DROP INDEX gr_row;
+CREATE INDEX gr_row ON gr USING genie ((ARRAY[age, income, grade]) genie_row_ops) WITH (lists = 65536);
+UPDATE gr SET age = 35 WHERE id % 50 = 1;
+SELECT g_check('gr', 'ARRAY[age, income, grade]', '<&>', $q$genie_ranges('{35,-10,NULL}', '{35,10000,NULL}')$q$,
+			   '(age = 35)::int + (income BETWEEN -10 AND 10000)::int', 100);
+RESET enable_seqscan;
+
+-- tau-ANN: the bound and the exact binomial requirement; the expected
+-- values were computed independently with scipy.stats.binom (smallest m by
+-- a linear scan over the same grid of collision probabilities)
+SELECT e, d, f.* FROM (VALUES (0.1, 0.05), (0.05, 0.01), (0.2, 0.1), (0.1, 0.001)) t(e, d),
+	genie_lsh_functions(e, d) f;
+SELECT * FROM genie_lsh_functions(0.001, 0.1);
+SELECT * FROM genie_lsh_functions(0.1, 0);
+
 -- the query type, the operator classes, bad input
 SELECT opcname, amvalidate(c.oid) FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
 WHERE amname = 'genie' ORDER BY 1;
@@ -201,5 +271,23 @@ CREATE INDEX ON gs USING genie (tags) WITH (lists = 0);
 CREATE INDEX ON gn USING genie (s genie_ngram_ops (n = 40));
 CREATE INDEX ON gn USING genie (s);
 CREATE INDEX ON gs USING genie (cat);
+SELECT genie_e2lsh('{1,2}', 8, 2.5, 16, 1), genie_rbin('{1,2}'), 'e2lsh(m=2, d=3, w=0.5, seed=9) {1, 2.5}'::genie_lsh_query;
+SELECT '{1,2}'::real[] <~> genie_e2lsh('{1,2}', 8), '{1,2}'::real[] <~> genie_rbin('{1,2}', 4);
+SELECT 'e2lsh(m=2, d=3, sigma=0.5, seed=9) {1}'::genie_lsh_query;
+SELECT 'lsh(m=2, d=3, w=0.5, seed=9) {1}'::genie_lsh_query;
+SELECT genie_e2lsh('{1,NaN}');
+SELECT genie_e2lsh('{1,2}', 0);
+SELECT genie_e2lsh('{1,2}', 4096, 1, 1048577);
+SELECT genie_rbin('{1,2}', 8, 0);
+SELECT '{1,2,3}'::real[] <~> genie_e2lsh('{1,2}');
+CREATE INDEX ON gv USING genie (v genie_e2lsh_ops (m = 4096, d = 16777216));
+CREATE INDEX ON gv USING genie (v genie_rbin_ops (w = 1));
+SELECT '{ 1 : -5 .. 7 ,2:3}'::genie_ranges, '{}'::genie_ranges, genie_ranges('{NULL,1}', '{NULL,2}');
+SELECT '{1,2,3}'::int[] <&> '{1:1..1, 2:0..1, 3:4..9, 9:1}'::genie_ranges, '{NULL,2}'::int[] <&> '{1:0..5, 2:2}'::genie_ranges;
+SELECT '{0:1}'::genie_ranges;
+SELECT '{1:1..}'::genie_ranges;
+SELECT '{1:99999999999}'::genie_ranges;
+SELECT genie_ranges('{1,2}', '{3}');
+SELECT genie_ranges('{{1}}', '{{3}}');
 
-DROP TABLE gs, gw, gn, gq, gq_q, gq_base;
+DROP TABLE gs, gw, gn, gq, gq_q, gq_base, gv, gr;

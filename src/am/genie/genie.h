@@ -25,7 +25,7 @@
 
 /* support function 1: (coltype, internal nkeys) -> keywords of a stored value */
 #define GENIE_KEYWORDS_PROC		1
-/* support function 2: (internal query, internal nkeys, int2 strategy) -> keywords */
+/* support function 2: (internal query, internal nitems, int2 strategy) -> items */
 #define GENIE_QUERY_PROC		2
 /* support function 3 (optional): the operator class's options */
 #define GENIE_OPTIONS_PROC		3
@@ -37,10 +37,34 @@
 #define GENIE_NGRAM_DEFAULT_N	3
 #define GENIE_NGRAM_MAX_N		32
 
+/* the LSH operator classes: families, limits and defaults */
+#define GENIE_LSH_E2LSH			1
+#define GENIE_LSH_RBIN			2
+#define GENIE_LSH_MAX_M			4096
+#define GENIE_LSH_MAX_D			(1 << 24)
+#define GENIE_LSH_DEFAULT_M		64
+#define GENIE_LSH_DEFAULT_D		1024
+#define GENIE_LSH_DEFAULT_W		4.0
+#define GENIE_LSH_DEFAULT_SIGMA	1.0
+
+/* genie_lsh_functions' domain */
+#define GENIE_TAU_MIN_EPSILON	0.01
+#define GENIE_TAU_MIN_DELTA		1e-9
+
+/* the most items of a genie_ranges query */
+#define GENIE_MAX_RANGES		100000
+
 /* genie_seq_search's limits */
 #define GENIE_SEQ_MAX_K			10000
 #define GENIE_SEQ_MAX_CANDIDATES 100000
 #define GENIE_SEQ_MAX_QUERIES	100000
+
+/* a query item: the keywords lo to hi, one keyword when lo = hi */
+typedef struct GenieItem
+{
+	uint64		lo;
+	uint64		hi;
+} GenieItem;
 
 typedef struct GenieOptions
 {
@@ -61,18 +85,57 @@ typedef struct GenieNgramQuery
 
 #define GENIE_NGRAM_QUERY_LEN(q)	(VARSIZE(q) - offsetof(GenieNgramQuery, str))
 
+/* m functions of a family, each re-hashed into d lists; width is w or sigma */
+typedef struct GenieLshParams
+{
+	int32		family;
+	int32		m;
+	int32		d;
+	int32		seed;
+	float4		width;
+} GenieLshParams;
+
+/* an LSH query: a vector with the parameters to hash it with */
+typedef struct GenieLshQuery
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	GenieLshParams p;
+	int32		dim;
+	float4		v[FLEXIBLE_ARRAY_MEMBER];
+} GenieLshQuery;
+
+/* a range item of the row operator class: attribute (from 1) in lo..hi */
+typedef struct GenieRange
+{
+	int32		attr;
+	int32		lo;
+	int32		hi;
+} GenieRange;
+
+typedef struct GenieRanges
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int32		nitems;
+	GenieRange	items[FLEXIBLE_ARRAY_MEMBER];
+} GenieRanges;
+
 /* genie_handler.c */
 extern void genie_init(void);
 extern bool genie_is_genie_index(Relation index);
-extern struct SpVec *genie_query_spvec(const uint64 *keys, uint32 nkeys, uint32 lists);
+extern struct SpVec *genie_query_spvec(const GenieItem *items, uint32 nitems, uint32 lists);
 
 /* genie_ngram.c */
 extern bool genie_is_ngram_index(Relation index);
 extern int	genie_ngram_index_n(Relation index);
+extern bool genie_ngram_query_fits(Relation index, int strategy, Datum query);
+
+/* genie_lsh.c */
+extern bool genie_lsh_query_fits(Relation index, Datum query);
 
 /* genie_keys.c */
 extern uint64 *genie_sort_unique(uint64 *keys, uint32 *n);
 extern uint32 genie_count_common(const uint64 *a, uint32 na, const uint64 *b, uint32 nb);
+extern GenieItem *genie_items_of_keys(const uint64 *keys, uint32 nkeys);
 extern uint64 *genie_array_keywords(ArrayType *arr, uint32 *n);
 extern uint64 *genie_text_word_keywords(text *t, uint32 *n);
 extern uint64 *genie_text_ngram_keywords(const char *s, Size len, int n, uint32 *nkeys);

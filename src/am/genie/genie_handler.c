@@ -6,15 +6,19 @@
  *
  * A keyword goes to list keyword mod lists.  A row becomes a sparse vector
  * over the lists with weight 1 on each list it has a keyword in; a query,
- * one with weight = the number of its keywords in that list.  Their inner
- * product counts, for each query keyword, whether the row has some keyword
- * in the same list: at least the number of keywords they share, so the
+ * one with weight = the number of its items (keywords or keyword ranges)
+ * with a keyword in that list.  Their inner product counts, for each query
+ * item, whether the row has some keyword in a list the item touches: at
+ * least the number of items the row matches, so the
  * index's distance (minus that product) never exceeds the operator's, and
  * the scan asks the executor to recheck and reorder.
  */
 #include "postgres.h"
 
+#include <float.h>
+
 #include "access/amvalidate.h"
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "catalog/pg_amproc.h"
@@ -75,16 +79,12 @@ list_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/*
- * The sparse vector of keys over lists: with per_key, weight = the number
- * of keys in a list; otherwise 1 on every list that has one.
- */
+/* a row's sparse vector over lists: 1 on every list it has a keyword in */
 static SpVec *
-keys_to_lists(const uint64 *keys, uint32 nkeys, uint32 lists, bool per_key)
+keys_to_lists(const uint64 *keys, uint32 nkeys, uint32 lists)
 {
 	int32	   *l = palloc(sizeof(int32) * Max(nkeys, 1));
 	SpVec	   *v;
-	float4	   *w;
 	int			nnz = 0;
 
 	if (nkeys > (uint32) SPVEC_MAX_NNZ)
@@ -95,25 +95,122 @@ keys_to_lists(const uint64 *keys, uint32 nkeys, uint32 lists, bool per_key)
 	for (uint32 i = 0; i < nkeys; i++)
 		l[i] = (int32) (keys[i] % lists);
 	qsort(l, nkeys, sizeof(int32), list_cmp);
-	v = spvec_alloc((int) lists, (int) nkeys);
-	w = SPVEC_VALUES(v);
 	for (uint32 i = 0; i < nkeys; i++)
+		if (nnz == 0 || l[nnz - 1] != l[i])
+			l[nnz++] = l[i];
+	v = spvec_alloc((int) lists, nnz);
+	memcpy(v->indices, l, sizeof(int32) * nnz);
+	for (int i = 0; i < nnz; i++)
+		SPVEC_VALUES(v)[i] = 1.0f;
+	pfree(l);
+	return v;
+}
+
+/* a run of lists [from, to] that a query item touches, and +1 or -1 at its ends */
+typedef struct ListEdge
+{
+	int64		at;
+	int32		delta;
+} ListEdge;
+
+static int
+edge_cmp(const void *a, const void *b)
+{
+	int64		x = ((const ListEdge *) a)->at;
+	int64		y = ((const ListEdge *) b)->at;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A query's sparse vector over lists: the weight of a list is the number
+ * of items with a keyword in it.  An item's keywords lo..hi fall in a run
+ * of consecutive lists (mod lists), so a sweep over the runs' ends gives
+ * the weights in O(items log items + lists touched).
+ */
+SpVec *
+genie_query_spvec(const GenieItem *items, uint32 nitems, uint32 lists)
+{
+	ListEdge   *edge;
+	int			nedges = 0;
+	int32		all = 0;
+	int32		cur;
+	int64		from;
+	int64		nnz = 0;
+	SpVec	   *v;
+	int			pass;
+
+	if (nitems > (uint32) (MaxAllocSize / (4 * sizeof(ListEdge))))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a genie query may have at most %d items, not %u",
+						(int) (MaxAllocSize / (4 * sizeof(ListEdge))), nitems)));
+	edge = palloc(sizeof(ListEdge) * 4 * Max(nitems, 1));
+	for (uint32 i = 0; i < nitems; i++)
 	{
-		if (nnz > 0 && v->indices[nnz - 1] == l[i])
+		uint64		span;
+		int64		first;
+
+		if (items[i].lo > items[i].hi)
+			continue;
+		span = items[i].hi - items[i].lo;
+		if (span >= (uint64) lists - 1)
 		{
-			if (per_key)
-				w[nnz - 1] += 1.0f;
+			all++;
 			continue;
 		}
-		v->indices[nnz] = l[i];
-		w[nnz] = 1.0f;
-		nnz++;
+		first = (int64) (items[i].lo % lists);
+		edge[nedges++] = (ListEdge) {first, 1};
+		if (first + (int64) span < (int64) lists)
+			edge[nedges++] = (ListEdge) {first + (int64) span + 1, -1};
+		else
+		{
+			edge[nedges++] = (ListEdge) {lists, -1};
+			edge[nedges++] = (ListEdge) {0, 1};
+			edge[nedges++] = (ListEdge) {first + (int64) span + 1 - lists, -1};
+		}
 	}
-	/* the values go right after the nnz indices */
-	if (nnz < (int) nkeys)
-		memmove(v->indices + nnz, w, sizeof(float4) * nnz);
-	v->nnz = nnz;
-	SET_VARSIZE(v, SPVEC_SIZE(nnz));
+	qsort(edge, nedges, sizeof(ListEdge), edge_cmp);
+
+	/* pass 0 counts the lists with a weight, pass 1 fills them in */
+	v = NULL;
+	for (pass = 0; pass < 2; pass++)
+	{
+		int			e = 0;
+
+		cur = all;
+		from = 0;
+		nnz = 0;
+		while (from < lists)
+		{
+			int64		to = e < nedges ? edge[e].at : lists;
+
+			if (cur > 0 && to > from)
+			{
+				if (pass == 1)
+					for (int64 l = from; l < to; l++)
+					{
+						v->indices[nnz + (l - from)] = (int32) l;
+						SPVEC_VALUES(v)[nnz + (l - from)] = (float4) cur;
+					}
+				nnz += to - from;
+			}
+			from = Max(from, to);
+			if (e >= nedges)
+				break;
+			for (int64 at = edge[e].at; e < nedges && edge[e].at == at; e++)
+				cur += edge[e].delta;
+		}
+		if (pass == 0)
+		{
+			if (nnz > SPVEC_MAX_NNZ)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("a genie query may touch at most %d lists", SPVEC_MAX_NNZ)));
+			v = spvec_alloc((int) lists, (int) nnz);
+		}
+	}
+	pfree(edge);
 	return v;
 }
 
@@ -126,28 +223,21 @@ genie_row(Relation index, Datum value, uint32 dim)
 
 	keys = (uint64 *) DatumGetPointer(FunctionCall2Coll(proc, index->rd_indcollation[0],
 														value, PointerGetDatum(&nkeys)));
-	return keys_to_lists(keys, nkeys, index_lists(index, dim), false);
-}
-
-/* a query's keywords as the store searches them */
-SpVec *
-genie_query_spvec(const uint64 *keys, uint32 nkeys, uint32 lists)
-{
-	return keys_to_lists(keys, nkeys, lists, true);
+	return keys_to_lists(keys, nkeys, index_lists(index, dim));
 }
 
 static SpVec *
 genie_query(Relation index, ScanKey orderby, uint32 dim)
 {
 	FmgrInfo   *proc = index_getprocinfo(index, 1, GENIE_QUERY_PROC);
-	uint32		nkeys = 0;
-	uint64	   *keys;
+	uint32		nitems = 0;
+	GenieItem  *items;
 
-	keys = (uint64 *) DatumGetPointer(FunctionCall3Coll(proc, index->rd_indcollation[0],
-														orderby->sk_argument,
-														PointerGetDatum(&nkeys),
-														Int16GetDatum(orderby->sk_strategy)));
-	return keys_to_lists(keys, nkeys, index_lists(index, dim), true);
+	items = (GenieItem *) DatumGetPointer(FunctionCall3Coll(proc, index->rd_indcollation[0],
+															orderby->sk_argument,
+															PointerGetDatum(&nitems),
+															Int16GetDatum(orderby->sk_strategy)));
+	return genie_query_spvec(items, nitems, index_lists(index, dim));
 }
 
 static const GpusparseValueMap genie_map = {genie_row, genie_query, true};
@@ -180,6 +270,44 @@ static IndexScanDesc
 genie_beginscan(Relation index, int nkeys, int norderbys)
 {
 	return gpusparse_beginscan_mapped(index, nkeys, norderbys, &genie_map);
+}
+
+/*
+ * gpusparse's estimate, but an index cannot answer an ORDER BY constant
+ * whose parameters (n, the LSH family and its parameters) are not its own:
+ * another index or a sequential scan must, so this one costs too much.
+ */
+static void
+genie_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+				   Cost *startup, Cost *total, Selectivity *selectivity,
+				   double *correlation, double *pages)
+{
+	OpExpr	   *op;
+	Const	   *arg;
+	Relation	index;
+	bool		fits;
+	int			strategy;
+	Oid			lefttype,
+				righttype;
+
+	gpusparse_costestimate(root, path, loop_count, startup, total, selectivity,
+						   correlation, pages);
+	if (list_length(path->indexorderbys) != 1 || !IsA(linitial(path->indexorderbys), OpExpr))
+		return;
+	op = linitial(path->indexorderbys);
+	if (list_length(op->args) != 2 || !IsA(lsecond(op->args), Const))
+		return;
+	arg = lsecond(op->args);
+	if (arg->constisnull)
+		return;
+	get_op_opfamily_properties(op->opno, path->indexinfo->opfamily[0], true,
+							   &strategy, &lefttype, &righttype);
+	index = index_open(path->indexinfo->indexoid, NoLock);
+	fits = genie_lsh_query_fits(index, arg->constvalue) &&
+		genie_ngram_query_fits(index, strategy, arg->constvalue);
+	index_close(index, NoLock);
+	if (!fits)
+		*startup = *total = DBL_MAX;
 }
 
 /* does a support function have nargs arguments and return rettype? */
@@ -294,7 +422,7 @@ genie_handler(PG_FUNCTION_ARGS)
 	amroutine->ambuildempty = gpusparse_buildempty;
 	amroutine->aminsert = genie_insert;
 	amroutine->ambulkdelete = gpusparse_bulkdelete;
-	amroutine->amcostestimate = gpusparse_costestimate;
+	amroutine->amcostestimate = genie_costestimate;
 	amroutine->amoptions = genie_options;
 	amroutine->ambuildphasename = gpusparse_buildphasename;
 	amroutine->amvalidate = genie_validate;

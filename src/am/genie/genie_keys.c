@@ -21,8 +21,10 @@
 #include "genie_keywords.h"
 
 PG_FUNCTION_INFO_V1(genie_array_keywords_proc);
+PG_FUNCTION_INFO_V1(genie_array_query_proc);
 PG_FUNCTION_INFO_V1(genie_array_distance);
 PG_FUNCTION_INFO_V1(genie_words_keywords_proc);
+PG_FUNCTION_INFO_V1(genie_words_query_proc);
 PG_FUNCTION_INFO_V1(genie_words_distance);
 
 static int
@@ -68,6 +70,17 @@ genie_count_common(const uint64 *a, uint32 na, const uint64 *b, uint32 nb)
 		}
 	}
 	return c;
+}
+
+/* a query of single keywords as items */
+GenieItem *
+genie_items_of_keys(const uint64 *keys, uint32 nkeys)
+{
+	GenieItem  *items = palloc(sizeof(GenieItem) * Max(nkeys, 1));
+
+	for (uint32 i = 0; i < nkeys; i++)
+		items[i].lo = items[i].hi = keys[i];
+	return items;
 }
 
 /*
@@ -174,15 +187,22 @@ distance(uint64 *a, uint32 na, uint64 *b, uint32 nb)
 	PG_RETURN_FLOAT8(-(double) genie_count_common(a, na, b, nb));
 }
 
-/*
- * Support functions 1 and 2 of the set classes: (anyarray, internal nkeys
- * [, int2 strategy]); a query is a set of the row's type.
- */
+/* support function 1 of the set classes: (anyarray, internal nkeys) */
 Datum
 genie_array_keywords_proc(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_POINTER(genie_array_keywords(PG_GETARG_ARRAYTYPE_P(0),
 										   (uint32 *) PG_GETARG_POINTER(1)));
+}
+
+/* support function 2: (a set of the row's type, internal nitems, int2) */
+Datum
+genie_array_query_proc(PG_FUNCTION_ARGS)
+{
+	uint32	   *n = (uint32 *) PG_GETARG_POINTER(1);
+	uint64	   *keys = genie_array_keywords(PG_GETARG_ARRAYTYPE_P(0), n);
+
+	PG_RETURN_POINTER(genie_items_of_keys(keys, *n));
 }
 
 /* row <&> query: minus the number of distinct query elements in the row */
@@ -207,12 +227,22 @@ genie_array_distance(PG_FUNCTION_ARGS)
 	return distance(ka, na, kb, nb);
 }
 
-/* support functions 1 and 2 of the words class: a query is a document */
+/* support function 1 of the words class */
 Datum
 genie_words_keywords_proc(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_POINTER(genie_text_word_keywords(PG_GETARG_TEXT_PP(0),
 											   (uint32 *) PG_GETARG_POINTER(1)));
+}
+
+/* support function 2: a query is a document */
+Datum
+genie_words_query_proc(PG_FUNCTION_ARGS)
+{
+	uint32	   *n = (uint32 *) PG_GETARG_POINTER(1);
+	uint64	   *keys = genie_text_word_keywords(PG_GETARG_TEXT_PP(0), n);
+
+	PG_RETURN_POINTER(genie_items_of_keys(keys, *n));
 }
 
 /* doc <&> query: minus the number of distinct query words in the document */

@@ -135,6 +135,19 @@ genie_ngram_index_n(Relation index)
 	return GENIE_NGRAM_DEFAULT_N;
 }
 
+/* can an n-gram index answer a query of this strategy?  (true for other classes) */
+bool
+genie_ngram_query_fits(Relation index, int strategy, Datum query)
+{
+	int			qn = GENIE_NGRAM_DEFAULT_N;
+
+	if (!genie_is_ngram_index(index))
+		return true;
+	if (strategy == STRATEGY_QUERY)
+		qn = ((GenieNgramQuery *) DatumGetPointer(PG_DETOAST_DATUM(query)))->n;
+	return qn == genie_ngram_index_n(index);
+}
+
 static uint64 *
 text_keywords(text *t, int n, uint32 *nkeys)
 {
@@ -149,11 +162,12 @@ genie_ngram_keywords_proc(PG_FUNCTION_ARGS)
 									(uint32 *) PG_GETARG_POINTER(1)));
 }
 
-/* support function 2: (text or genie_ngram_query, internal nkeys, int2 strategy) */
+/* support function 2: (text or genie_ngram_query, internal nitems, int2 strategy) */
 Datum
 genie_ngram_query_proc(PG_FUNCTION_ARGS)
 {
 	uint32	   *nkeys = (uint32 *) PG_GETARG_POINTER(1);
+	uint64	   *keys;
 	int			strategy = PG_GETARG_INT16(2);
 	int			n = index_n(fcinfo);
 	const char *s;
@@ -181,7 +195,8 @@ genie_ngram_query_proc(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the query counts grams of %d characters, the index grams of %d", qn, n),
 				 errhint("Order by col <%%> genie_ngrams(query, %d).", n)));
-	PG_RETURN_POINTER(genie_text_ngram_keywords(s, len, n, nkeys));
+	keys = genie_text_ngram_keywords(s, len, n, nkeys);
+	PG_RETURN_POINTER(genie_items_of_keys(keys, *nkeys));
 }
 
 static Datum

@@ -47,9 +47,52 @@ answer_cmp(const void *a, const void *b)
 	return ItemPointerCompare((ItemPointer) &x->tid, (ItemPointer) &y->tid);
 }
 
+/* the k-th smallest distance so far: a max-heap of the k smallest */
+typedef struct KthHeap
+{
+	int		   *d;
+	int			n;
+	int			k;
+} KthHeap;
+
+static void
+heap_push(KthHeap *h, int d)
+{
+	int			i;
+
+	if (h->n == h->k)
+	{
+		if (d >= h->d[0])
+			return;
+		/* replace the largest and sift it down */
+		i = 0;
+		for (;;)
+		{
+			int			c = 2 * i + 1;
+
+			if (c >= h->n)
+				break;
+			if (c + 1 < h->n && h->d[c + 1] > h->d[c])
+				c++;
+			if (h->d[c] <= d)
+				break;
+			h->d[i] = h->d[c];
+			i = c;
+		}
+		h->d[i] = d;
+		return;
+	}
+	for (i = h->n++; i > 0 && h->d[(i - 1) / 2] < d; i = (i - 1) / 2)
+		h->d[i] = h->d[(i - 1) / 2];
+	h->d[i] = d;
+}
+
 /*
  * Verify one query's candidates: their edit distances, the k nearest
- * sorted into ans[], and whether that answer is guaranteed.
+ * sorted into ans[], and whether that answer is guaranteed.  Once k
+ * candidates are verified, the next is computed only up to the k-th
+ * distance so far: a farther one is recorded as that plus one, which
+ * still sorts it after every row of the answer.
  */
 static int
 verify(const text *q, int qgrams, int n, const GiBatchQuery *cand, int ncand,
@@ -59,21 +102,36 @@ verify(const text *q, int qgrams, int n, const GiBatchQuery *cand, int ncand,
 	size_t		qlen = VARSIZE_ANY_EXHDR(q);
 	int			m = 0;
 	int			bound;
+	KthHeap		heap = {palloc(sizeof(int) * k), 0, k};
+	int		   *work = NULL;
+	size_t		worklen = 0;
 
 	for (int r = 0; r < cand->nrows; r++)
 	{
 		const GiBatchRow *row = &cand->rows[r];
 		text	   *t;
-		int		   *work;
+		size_t		tlen;
+		size_t		need;
 
 		if (row->keynull)
 			continue;
 		t = DatumGetTextPP(row->key);
-		work = palloc(sizeof(int) * genie_levenshtein_work_size(qlen, VARSIZE_ANY_EXHDR(t)));
+		tlen = VARSIZE_ANY_EXHDR(t);
+		need = genie_levenshtein_work_size(qlen, tlen);
+		if (need > worklen)
+		{
+			if (work)
+				pfree(work);
+			worklen = Max(need, 2 * worklen);
+			work = palloc(sizeof(int) * worklen);
+		}
 		ans[m].tid = row->tid;
-		ans[m].distance = genie_levenshtein(qs, qlen, VARDATA_ANY(t),
-											VARSIZE_ANY_EXHDR(t), work);
-		pfree(work);
+		if (heap.n < k)
+			ans[m].distance = genie_levenshtein(qs, qlen, VARDATA_ANY(t), tlen, work);
+		else
+			ans[m].distance = genie_levenshtein_max(qs, qlen, VARDATA_ANY(t), tlen,
+													heap.d[0], work);
+		heap_push(&heap, ans[m].distance);
 		m++;
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -158,7 +216,7 @@ genie_seq_search(PG_FUNCTION_ARGS)
 		keys = genie_text_ngram_keywords(VARDATA_ANY(queries[i]),
 										 VARSIZE_ANY_EXHDR(queries[i]), n, &nkeys);
 		qgrams[i] = (int) nkeys;
-		a.queries[i] = genie_query_spvec(keys, nkeys, a.dim);
+		a.queries[i] = genie_query_spvec(genie_items_of_keys(keys, nkeys), nkeys, a.dim);
 		pfree(keys);
 	}
 	/* this session's own new rows must be searchable */
