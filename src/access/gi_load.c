@@ -40,6 +40,7 @@ gi_load(Relation index, GiLoadSpec *spec)
 	call.args.relfilenode = load.relfilenode;
 	call.args.kind = spec->kind;
 	call.args.owner = index->rd_rel->relowner;
+	call.args.tablespace = index->rd_node.spcNode;
 	call.args.lsn = gi_standby_position();
 	call.args.lsn_from = gi_load_replacing;
 	gi_load_replacing = InvalidXLogRecPtr;

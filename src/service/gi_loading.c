@@ -158,6 +158,7 @@ gi_load_begin(GiWork *w)
 		return;
 	}
 	e->relfilenode = a->relfilenode;
+	e->tablespace = a->tablespace;
 	e->synced_lsn = a->lsn;
 	e->nlists = ks.nlists;
 	e->record_bytes = ks.record_bytes;

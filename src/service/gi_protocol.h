@@ -106,6 +106,7 @@ typedef struct GiReqArgs
 {
 	Oid			relfilenode;	/* the pages this request refers to */
 	Oid			owner;			/* LOAD_BEGIN: the index's owner (memory per role) */
+	Oid			tablespace;		/* LOAD_BEGIN: the index's (a standby's sweep) */
 	uint32		kind;			/* LOAD_BEGIN, SEARCH: gi_kind */
 	uint32		n;				/* records, keys or queries in the payload */
 	uint32		k;				/* SEARCH */

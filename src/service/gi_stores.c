@@ -10,8 +10,12 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "access/xlog.h"
+#include "common/relpath.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "gi_device.h"
 #include "gi_service.h"
@@ -100,6 +104,63 @@ gi_stores_end_recovery(void)
 	while ((e = hash_seq_search(&status)) != NULL)
 		if (e->synced_lsn != 0)
 			gi_store_remove(e);
+}
+
+/*
+ * On a hot standby, replay runs none of the hooks that drop a store with
+ * its index, table or database: a store loaded there whose index file
+ * replay has removed (or truncated to nothing, as an unlink leaves the
+ * first segment until the next restartpoint) is dropped here.  Called
+ * between rounds, at most once a second; returns whether stores loaded
+ * during recovery remain, so that the service wakes to look again.
+ */
+bool
+gi_stores_sweep_dropped(void)
+{
+	static TimestampTz next = 0;
+	TimestampTz now;
+	HASH_SEQ_STATUS status;
+	GiStoreEntry *e;
+	bool		remain = false;
+
+	if (!RecoveryInProgress())
+		return false;
+	now = GetCurrentTimestamp();
+	if (now < next)
+		return true;
+	next = TimestampTzPlusMilliseconds(now, GI_STORE_SWEEP_MS);
+	hash_seq_init(&status, gi_stores);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		RelFileNode rnode;
+		char	   *path;
+		struct stat st;
+		bool		gone;
+
+		if (e->synced_lsn == 0 || !e->ready)
+		{
+			remain |= (e->synced_lsn != 0);
+			continue;
+		}
+		rnode.spcNode = e->tablespace;
+		rnode.dbNode = e->key.dbid;
+		rnode.relNode = e->relfilenode;
+		path = relpathperm(rnode, MAIN_FORKNUM);
+		if (stat(path, &st) == 0)
+			gone = (st.st_size == 0);
+		else
+			gone = (errno == ENOENT);
+		pfree(path);
+		if (gone)
+		{
+			elog(LOG, "gpuindex device service: dropped the store of index %u of database %u, whose file replay removed",
+				 e->key.relid, e->key.dbid);
+			gi_store_remove(e);
+		}
+		else
+			remain = true;
+	}
+	return remain;
 }
 
 long

@@ -21,6 +21,7 @@ typedef struct GiStoreEntry
 {
 	GiStoreKey	key;			/* hash key: must be first */
 	Oid			relfilenode;
+	Oid			tablespace;		/* of the pages, for gi_stores_sweep_dropped */
 	uint32		kind;			/* gi_kind */
 	Oid			owner;			/* the index's owner when it was loaded */
 	uint32		nlists;
@@ -57,10 +58,14 @@ extern GiStoreEntry *gi_store_of(const GiStoreKey *key, Oid relfilenode);
 extern GiStoreEntry *gi_store_enter(const GiStoreKey *key, bool *found);
 extern void gi_store_remove(GiStoreEntry *entry);
 extern void gi_stores_end_recovery(void);
+extern bool gi_stores_sweep_dropped(void);
 extern long gi_store_count(void);
 extern void gi_stores_seq_init(HASH_SEQ_STATUS *status);
 
 #define GI_STORE_COUNTERS_OFFSET	offsetof(GiStoreEntry, searches)
+
+/* how often a hot standby's service looks for stores of dropped indexes */
+#define GI_STORE_SWEEP_MS			1000
 
 /* bytes held by all stores */
 extern uint64 gi_stores_bytes(void);

@@ -282,6 +282,7 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 	{
 		gi_kmeans_maintain();
 		gi_stores_end_recovery();
+		(void) gi_stores_sweep_dropped();
 		attach_payloads(work, nwork);
 		gi_dispatch_round(work, nwork);
 	}
@@ -381,8 +382,11 @@ gi_service_main(Datum main_arg)
 		}
 		if (nwork == 0 && ncarried == 0)
 		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
-							 PG_WAIT_EXTENSION);
+			bool		sweep = gi_stores_sweep_dropped();
+
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+							 (sweep ? WL_TIMEOUT : 0),
+							 sweep ? GI_STORE_SWEEP_MS : -1L, PG_WAIT_EXTENSION);
 			continue;
 		}
 		if (nwork > 0 && gi_batch_linger_us > 0 && nwork < maxwork)

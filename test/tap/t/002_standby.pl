@@ -114,6 +114,34 @@ $primary->safe_psql('postgres', q(INSERT INTO t VALUES (30000, (SELECT v FROM qs
 compare('after one insert');
 cmp_ok(loads($standby, 't_v_idx'), '>', $ivf_loads, 'a changed index: the gpuivf store is reloaded');
 
+# stores of an index and of a database that the primary drops leave the
+# standby's service: replay runs no drop hook, the service looks for their files
+$primary->safe_psql('postgres', q(
+CREATE TABLE gone (id int, v real[]);
+INSERT INTO gone SELECT i, ARRAY[i % 7, i % 5]::real[] FROM generate_series(1, 500) i;
+CREATE INDEX gone_v ON gone USING gpuivf (v) WITH (lists = 4);
+CREATE DATABASE gonedb;
+));
+$primary->safe_psql('gonedb', q(
+CREATE EXTENSION gpuindex;
+CREATE TABLE g2 (id int, v real[]);
+INSERT INTO g2 SELECT i, ARRAY[i % 3, i % 11]::real[] FROM generate_series(1, 500) i;
+CREATE INDEX g2_v ON g2 USING gpuivf (v) WITH (lists = 4);
+));
+$primary->wait_for_catchup($standby);
+my $gone_oid = $standby->safe_psql('postgres', q(SELECT 'gone_v'::regclass::oid));
+my $gonedb_oid = $standby->safe_psql('postgres', q(SELECT oid FROM pg_database WHERE datname = 'gonedb'));
+my $nearest = q(SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM %s ORDER BY v <-> '{1,1}' LIMIT 3) x;);
+is($standby->safe_psql('postgres', sprintf($nearest, 'gone')), 3, 'standby: the index to be dropped answers');
+is($standby->safe_psql('gonedb', sprintf($nearest, 'g2')), 3, 'standby: the database to be dropped answers');
+my $stores_of = "SELECT count(*) FROM gpuindex_stats WHERE indexrelid = $gone_oid OR dbid = $gonedb_oid";
+is($standby->safe_psql('postgres', $stores_of), 2, 'standby: both are held by the service');
+$primary->safe_psql('postgres', 'DROP TABLE gone;');
+$primary->safe_psql('postgres', 'DROP DATABASE gonedb;');
+$primary->wait_for_catchup($standby);
+ok($standby->poll_query_until('postgres', "SELECT ($stores_of) = 0"),
+	'standby: the stores of a dropped index and database are dropped after replay');
+
 # promotion: the standby becomes a primary whose index takes writes; a change
 # replayed after the standby's last search must not be lost by its stores
 $primary->safe_psql('postgres', q(
