@@ -212,6 +212,47 @@ SET ivfflat.probes = 10;
 SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
 SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
 RESET ivfflat.probes;
+
+-- Iterative scans: a filter that 10 rows of 3000 pass, in 10 clusters, one
+-- probed list of 40.  Without iterating the scan stops at that list's rows; with
+-- relaxed_order it probes more lists until the LIMIT is met (every
+-- passing row, when it asks for all of them), each row once; max_probes
+-- stops it at the rows of the lists it allows, computed in SQL from the
+-- index's centroids and lists.
+CREATE TABLE ivf_lists AS SELECT list, ctid AS tid FROM gpuivf_list_items('ivf_items_l2');
+CREATE TABLE ivf_cents AS SELECT * FROM gpuivf_centroids('ivf_items_l2');
+SET gpuivf.probes = 1;
+SET gpuivf.scan_batch = 4;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM ivf_items WHERE id % 293 = 0
+	ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 10;
+SELECT count(*) < 10 AS short FROM (SELECT id FROM ivf_items WHERE id % 293 = 0
+	ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 10) s;
+SET gpuivf.iterative_scan = relaxed_order;
+SELECT array_agg(id ORDER BY id) = (SELECT array_agg(id ORDER BY id) FROM ivf_items WHERE id % 293 = 0) AS all_rows,
+	   count(*) = count(DISTINCT id) AS once
+FROM (SELECT id FROM ivf_items WHERE id % 293 = 0
+	  ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 10) s;
+SELECT count(*), count(DISTINCT id) FROM (SELECT id FROM ivf_items WHERE id % 293 = 0
+	ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 6) s;
+-- the rows of an unfiltered scan come once each, all of them
+SELECT count(*), count(DISTINCT id) FROM (SELECT id FROM ivf_items
+	ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}') s;
+SET gpuivf.max_probes = 3;
+SELECT array_agg(id ORDER BY id) IS NOT DISTINCT FROM (
+	SELECT array_agg(i.id ORDER BY i.id) FROM ivf_items i JOIN ivf_lists l ON l.tid = i.ctid
+	WHERE i.id % 293 = 0 AND l.list IN (SELECT c.list FROM ivf_cents c
+		ORDER BY c.centroid <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}', c.list LIMIT 3)) AS within_max_probes
+FROM (SELECT id FROM ivf_items WHERE id % 293 = 0
+	  ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 10) s;
+SET ivfflat.iterative_scan = relaxed_order;
+SELECT count(*) FROM (SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3) s;
+RESET ivfflat.iterative_scan;
+RESET gpuivf.max_probes;
+RESET gpuivf.iterative_scan;
+RESET gpuivf.scan_batch;
+RESET enable_seqscan;
+DROP TABLE ivf_lists, ivf_cents;
 RESET gpuivf.probes;
 
 DROP TABLE ivf_exact, ivf_queries, ivf_centres, ivf_items;

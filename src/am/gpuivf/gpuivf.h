@@ -151,6 +151,12 @@ typedef struct GpuivfOptions
 /* GUCs */
 extern int	gpuivf_probes;
 extern int	gpuivf_scan_batch;
+extern int	gpuivf_iterative_scan;
+extern int	gpuivf_max_probes;
+
+/* gpuivf.iterative_scan */
+#define GPUIVF_ITERATIVE_OFF		0
+#define GPUIVF_ITERATIVE_RELAXED	1
 
 /* gpuivf_options.c */
 extern void gpuivf_init(void);

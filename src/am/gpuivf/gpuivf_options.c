@@ -13,6 +13,14 @@
 
 int			gpuivf_probes = 10;
 int			gpuivf_scan_batch = 100;
+int			gpuivf_iterative_scan = GPUIVF_ITERATIVE_OFF;
+int			gpuivf_max_probes = GPUIVF_MAX_LISTS;
+
+static const struct config_enum_entry iterative_scan_options[] = {
+	{"off", GPUIVF_ITERATIVE_OFF, false},
+	{"relaxed_order", GPUIVF_ITERATIVE_RELAXED, false},
+	{NULL, 0, false}
+};
 
 static relopt_kind gpuivf_relopt_kind;
 
@@ -45,6 +53,27 @@ gpuivf_init(void)
 							"the scan asks again for twice as many and goes on.",
 							&gpuivf_scan_batch,
 							100, 1, 1000000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuivf.iterative_scan",
+							 "Whether an ordered gpuivf scan goes on into more lists.",
+							 "relaxed_order: when the probed lists run out before the query "
+							 "has its rows (a WHERE filter), the scan probes twice as many "
+							 "lists, up to gpuivf.max_probes, and returns their other rows "
+							 "after those already returned, so rows may come slightly out of order.",
+							 &gpuivf_iterative_scan,
+							 GPUIVF_ITERATIVE_OFF, iterative_scan_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuivf.max_probes",
+							"Most lists an iterative gpuivf scan probes.",
+							"Below gpuivf.probes, gpuivf.probes is used.",
+							&gpuivf_max_probes,
+							GPUIVF_MAX_LISTS, 1, GPUIVF_MAX_LISTS,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

@@ -8,7 +8,10 @@
  * more (large LIMIT, filters, invisible rows) the scan asks again for
  * twice as many and returns only hits strictly after the last (distance,
  * key) it returned.  It stops when the service found fewer than asked: at
- * that point every row of the probed lists has been returned.
+ * that point every row of the probed lists has been returned.  With
+ * gpuivf.iterative_scan = relaxed_order it then probes twice as many lists
+ * (up to gpuivf.max_probes) and returns the rows it has not returned yet,
+ * remembered by key: their order restarts, as pgvector's relaxed order.
  *
  * Distances are exact (not estimates), so xs_recheckorderby is false; the
  * values handed to the executor are what the ORDER BY operator returns, to
@@ -19,6 +22,7 @@
 #include "access/relscan.h"
 #include "utils/float.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -41,34 +45,53 @@ typedef struct GpuivfScanOpaqueData
 	uint32		pos;
 	bool		more;			/* the service may have more than it gave */
 	GiHitCursor cursor;			/* after the last hit returned */
+
+	/* iterative scans: how far probes may grow, and every key returned */
+	uint32		max_probes;
+	HTAB	   *returned;
 } GpuivfScanOpaqueData;
 
 typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
 
 /*
- * A pgvector habit: ivfflat.probes set in this session does nothing here.
- * Said once per session, when its value differs from its reset value (a
- * setting pgvector defines) or it exists at all (a placeholder).
+ * A pgvector habit: an ivfflat.* setting made in this session does nothing
+ * here.  Said once per setting and session, when its value differs from
+ * its reset value (a setting pgvector defines) or it exists at all (a
+ * placeholder).
  */
 static void
-hint_ivfflat_probes(void)
+hint_ivfflat_setting(const char *name, bool *hinted, const char *ours, const char *now)
 {
-	static bool hinted = false;
 	const char *value;
 	const char *reset;
 
-	if (hinted)
+	if (*hinted)
 		return;
-	value = GetConfigOption("ivfflat.probes", true, false);
+	value = GetConfigOption(name, true, false);
 	if (value == NULL)
 		return;
-	reset = GetConfigOptionResetString("ivfflat.probes");
+	reset = GetConfigOptionResetString(name);
 	if (reset != NULL && strcmp(value, reset) == 0)
 		return;
-	hinted = true;
+	*hinted = true;
 	ereport(NOTICE,
-			(errmsg("ivfflat.probes does not apply to gpuivf indexes"),
-			 errhint("Set gpuivf.probes (now %d) instead.", gpuivf_probes)));
+			(errmsg("%s does not apply to gpuivf indexes", name),
+			 errhint("Set %s (now %s) instead.", ours, now)));
+}
+
+static void
+hint_ivfflat_settings(void)
+{
+	static bool probes_hinted = false;
+	static bool iterative_hinted = false;
+	static bool max_probes_hinted = false;
+
+	hint_ivfflat_setting("ivfflat.probes", &probes_hinted, "gpuivf.probes",
+						 GetConfigOption("gpuivf.probes", false, false));
+	hint_ivfflat_setting("ivfflat.iterative_scan", &iterative_hinted, "gpuivf.iterative_scan",
+						 GetConfigOption("gpuivf.iterative_scan", false, false));
+	hint_ivfflat_setting("ivfflat.max_probes", &max_probes_hinted, "gpuivf.max_probes",
+						 GetConfigOption("gpuivf.max_probes", false, false));
 }
 
 IndexScanDesc
@@ -123,8 +146,11 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 	so->metric = meta->metric;
 	lists = meta->lists;
 	meta = NULL;				/* support functions may invalidate the cache */
-	so->probes = (uint32) gpuivf_probes;
-	hint_ivfflat_probes();
+	so->probes = (uint32) Min(gpuivf_probes, Max(lists, 1));
+	so->max_probes = gpuivf_iterative_scan == GPUIVF_ITERATIVE_OFF ? so->probes :
+		(uint32) Max(Min(gpuivf_max_probes, (int) Max(lists, 1)), (int) so->probes);
+	so->returned = NULL;
+	hint_ivfflat_settings();
 
 	old = MemoryContextSwitchTo(so->cxt);
 	q = gpuivf_datum_floats(index, scan->orderByData[0].sk_argument, &dim,
@@ -138,6 +164,20 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 		so->have_query = true;
 	}
 	MemoryContextSwitchTo(old);
+}
+
+/* the set of keys an iterative scan has returned */
+static HTAB *
+new_returned(GpuivfScanOpaque so)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(uint64);
+	ctl.hcxt = so->cxt;
+	return hash_create("gpuivf iterative scan", 256, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 /* (re)search with k hits */
@@ -185,11 +225,29 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 			if (!gi_hit_cursor_next(&so->cursor, h))
 				continue;		/* returned by an earlier batch */
+			if (so->max_probes > so->probes || so->returned)
+			{
+				bool		found;
+
+				if (so->returned == NULL)
+					so->returned = new_returned(so);
+				hash_search(so->returned, &h->key, HASH_ENTER, &found);
+				if (found)
+					continue;	/* returned before the probes grew */
+			}
 
 			gi_scan_return(scan, h->key, gpuivf_distance_value(so->metric, h->distance));
 			return true;
 		}
 
+		if (!so->more && so->probes < so->max_probes)
+		{
+			/* the probed lists are spent: probe more, from the nearest again */
+			so->probes = (uint32) Min((uint64) so->probes * 2, (uint64) so->max_probes);
+			gi_hit_cursor_reset(&so->cursor);
+			search(scan, (uint32) gpuivf_scan_batch);
+			continue;
+		}
 		if (!so->more)
 			return false;
 		if (so->k >= GPUIVF_MAX_K)
