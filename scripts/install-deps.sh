@@ -2,7 +2,7 @@
 # Debian 12 packages gpuindex needs to build and test (root or sudo).
 set -eu
 pkgs="build-essential postgresql-15 postgresql-server-dev-15 postgresql-contrib
-	libcmocka-dev libipc-run-perl python3 ca-certificates"
+	libcmocka-dev libipc-run-perl python3 python3-psycopg python3-numpy ca-certificates"
 sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=""
 for p in $pkgs; do

@@ -9,6 +9,8 @@
 #   ../shared/gpu-host/fetch-postgres-debs.sh .gpuhost/debs
 #   (cd .gpuhost && mkdir -p cmocka && cd cmocka && apt-get download libcmocka0 libcmocka-dev)
 #   (cd .gpuhost && mkdir -p perl && cd perl && apt-get download libipc-run-perl)
+#   (cd .gpuhost && mkdir -p python && cd python &&
+#    apt-get download python3-psycopg python3-typing-extensions)
 # Then on the GPU host, from the repository root:
 #   bash test/gpu/run-gpu.sh [.gpuhost]
 set -u
@@ -29,6 +31,13 @@ if [ -d "$cache/perl" ]; then
 	for f in "$cache"/perl/*.deb; do dpkg -x "$f" /tmp/perl5; done
 	chmod -R a+rX /tmp/perl5
 	export PERL5LIB=/tmp/perl5/usr/share/perl5${PERL5LIB:+:$PERL5LIB}
+fi
+# psycopg 3 for the Python adapters' test (Debian's pure-Python packages; the
+# host's python3 brings numpy)
+if [ -d "$cache/python" ]; then
+	mkdir -p /tmp/pypkgs
+	for f in "$cache"/python/*.deb; do dpkg -x "$f" /tmp/pypkgs; done
+	export PYTHONPATH=/tmp/pypkgs/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
 fi
 # the server user must be able to read the installed tree
 chmod -R a+rX "$prefix"
