@@ -137,13 +137,15 @@ typedef void (*gi_cuda_sparse_set_slab_order_fn) (int mode);
 /*
  * Sparse kind: what the store's last search did.  on = 1 times the phases
  * (a synchronisation between them), 0 stops, -1 leaves it (process-wide).
- * out[0] the method (1 term-parallel, 2 document-parallel), [1] query
- * sub-batches, [2] ordinal ranges, [3] postings the term path scatters
- * (over the queries' terms, the lists' live records), [4] postings of the
- * union of the batch's terms, [5] directory build ms, [6] scoring ms,
- * [7] candidates, selection and ordering ms, [8] the whole search ms.
+ * out[0] the method (1 term-parallel, 2 document-parallel, 3 counting),
+ * [1] query sub-batches, [2] ordinal ranges, [3] postings the term path
+ * scatters (over the queries' terms, the lists' live records), [4]
+ * postings of the union of the batch's terms, [5] directory build ms, [6]
+ * scoring ms, [7] candidates, selection and ordering ms, [8] the whole
+ * search ms, [9] counting path: queries whose ties overflowed the
+ * candidates and went by the term path.
  */
-#define GI_CUDA_SPARSE_PROFILE_N 9
+#define GI_CUDA_SPARSE_PROFILE_N 10
 typedef gi_status (*gi_cuda_sparse_profile_fn) (gi_store *store, int on, double *out,
 												uint32_t nout);
 #define GI_CUDA_SPARSE_PROFILE "gi_cuda_sparse_profile"

@@ -82,6 +82,7 @@ gi_cu_sparse_free(gi_store *s, void *kstate)
 	free(sp->h_foff.p);
 	free(sp->h_units.p);
 	free(sp->bound);
+	free(sp->unit);
 	delete sp;
 }
 
@@ -121,17 +122,23 @@ gi_cu_sparse_set_state(gi_store *s, const void *state, size_t bytes)
 		}
 		gi_cu_set_kstate(s, GI_KIND_SPARSE, sp, gi_cu_sparse_free);
 	}
-	if (sp->bound == NULL || sp->dim != st.dim)
+	if (sp->bound == NULL || sp->unit == NULL || sp->dim != st.dim)
 	{
 		float	   *b = (float *) calloc(st.dim, sizeof(float));
+		uint8_t    *u = (uint8_t *) malloc(st.dim > 0 ? st.dim : 1);
 
-		if (b == NULL)
+		if (b == NULL || u == NULL)
 		{
+			free(b);
+			free(u);
 			gi_cu_set_error("sparse set_state: out of memory");
 			return GI_ERR_NOMEM;
 		}
+		memset(u, 1, st.dim);
 		free(sp->bound);
+		free(sp->unit);
 		sp->bound = b;
+		sp->unit = u;
 	}
 	sp->dim = st.dim;
 	return GI_OK;
@@ -148,6 +155,14 @@ gi_cu_sparse_inserted(gi_store *s, uint32_t n, const uint32_t *lists, const void
 	sp = (gi_cu_sparse *) gi_cu_kstate(s, GI_KIND_SPARSE);
 	if (sp != NULL && sp->bound != NULL)
 		gi_sparse_bound_note(sp->bound, sp->dim, n, lists, payloads);
+	if (sp != NULL && sp->unit != NULL)
+	{
+		const float *w = (const float *) payloads;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (lists[i] < sp->dim && w[i] != 1.0f)
+				sp->unit[lists[i]] = 0;
+	}
 }
 
 static gi_status
@@ -280,7 +295,9 @@ gi_sp_union_add(gi_sp_union *un, uint32_t term, bool *added)
 
 struct gi_sp_plan
 {
-	uint32_t	method;			/* GI_SPARSE_TERM or GI_SPARSE_DOC */
+	uint32_t	method;			/* GI_SPARSE_TERM, GI_SPARSE_DOC or GI_SPARSE_COUNT */
+	uint32_t	maxc;			/* counting path: the largest count */
+	uint32_t	cap;			/* counting path: candidates per query */
 	uint32_t	H;				/* ordinals in use (kid_hwm) */
 	uint32_t	span;			/* ordinals per range */
 	uint32_t	nr;				/* ranges */
@@ -841,6 +858,204 @@ gi_sp_write_hits(gi_hit *out, uint32_t k, const gi_hit *got, uint32_t found)
 	}
 }
 
+/* ---- the counting path ------------------------------------------------------- */
+
+/*
+ * Can the batch be counted: every query weight a whole number from 1, a
+ * query's weights summing to at most GI_SP_COUNT_MAX (*maxc: the largest
+ * sum), and every record of the terms' lists weighing 1?
+ */
+static bool
+gi_sp_countable(const gi_cu_sparse *sp, const gi_sp_query *qv, uint32_t nq, uint32_t *maxc)
+{
+	uint32_t	most = 0;
+
+	if (sp->unit == NULL)
+		return false;
+	for (uint32_t q = 0; q < nq; q++)
+	{
+		uint32_t	sum = 0;
+
+		for (uint32_t j = 0; j < qv[q].nnz; j++)
+		{
+			float		w = qv[q].w[j];
+
+			if (!(w >= 1.0f && w <= (float) GI_SP_COUNT_MAX) || w != floorf(w) ||
+				!sp->unit[qv[q].terms[j]])
+				return false;
+			sum += (uint32_t) w;
+			if (sum > GI_SP_COUNT_MAX)
+				return false;
+		}
+		if (sum > most)
+			most = sum;
+	}
+	*maxc = most;
+	return true;
+}
+
+/* queries per sub-batch and the scratch of the counting path */
+static gi_status
+gi_sp_count_plan(gi_cu_sparse *sp, gi_sp_plan *pl, uint32_t nq)
+{
+	size_t		per;
+	size_t		n;
+	size_t		ns;
+	gi_status	st;
+
+	pl->span = pl->H;
+	pl->nr = 1;
+	pl->kr = pl->kf;
+	pl->by_slab = false;
+	pl->cap = pl->H < GI_SP_COUNT_CAND ? pl->H :
+		(pl->kf > GI_SP_COUNT_CAND ? pl->kf : GI_SP_COUNT_CAND);
+	per = gi_sp_count_words(pl->H, pl->maxc) * sizeof(uint32_t) +
+		((size_t) pl->maxc + 1) * sizeof(uint32_t) +
+		(size_t) pl->cap * (sizeof(uint32_t) + sizeof(uint64_t)) +
+		(size_t) pl->kf * (sizeof(uint32_t) + sizeof(uint64_t) + sizeof(gi_hit)) +
+		GI_SP_BINS * sizeof(uint32_t) + sizeof(gi_sp_sel) + 64;
+	if (pl->kf > 4096)
+		per += (size_t) pl->kf * (sizeof(uint32_t) + sizeof(uint64_t)) * 2;
+	n = pl->budget / per;
+	if (n < 1)
+		n = 1;
+	if (n > nq)
+		n = nq;
+	if (n > 65535)
+		n = 65535;
+	pl->nsub = (uint32_t) n;
+	ns = n;
+	st = gi_cu_buf_reserve(&sp->s_cd, ns * pl->cap * sizeof(uint32_t));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&sp->s_ck, ns * pl->cap * sizeof(uint64_t));
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&sp->s_fd, ns * pl->kf * sizeof(uint32_t) + 4);
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&sp->s_fk, ns * pl->kf * sizeof(uint64_t) + 8);
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&sp->s_hits, ns * pl->kf * sizeof(gi_hit) + 16);
+	if (st == GI_OK)
+		st = gi_cu_buf_reserve(&sp->s_cnt, 4 * ns * sizeof(uint32_t));
+	if (st == GI_OK)
+		st = gi_cu_pinned_reserve(&sp->p_res, ns * pl->kf * sizeof(gi_hit) +
+								  (2 * ns + 4) * sizeof(uint32_t));
+	return st;
+}
+
+/* count, select and order one sub-batch into sp->s_hits; *over: device flags per query */
+static gi_status
+gi_sp_run_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_batch *b,
+				uint32_t k, uint32_t **over, double *t_score, double *t_select)
+{
+	uint32_t   *cnt = (uint32_t *) sp->s_cnt.p;
+	uint32_t   *fcnt = cnt + 2 * (size_t) pl->nsub;
+	uint32_t   *found = cnt + 3 * (size_t) pl->nsub;
+	double		t0 = gi_sp_now_ms();
+	gi_status	st;
+
+	GI_CU_TRY(cudaMemsetAsync(fcnt, 0, (size_t) pl->nsub * sizeof(uint32_t), s->ss));
+	st = gi_cu_sp_count(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->pairs, b->n, pl->H,
+						pl->maxc, k, pl->cap, (uint32_t *) sp->s_cd.p, (uint64_t *) sp->s_ck.p,
+						cnt, over);
+	if (st != GI_OK)
+		return st;
+	if (gi_sp_profiling)
+	{
+		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		*t_score += gi_sp_now_ms() - t0;
+		t0 = gi_sp_now_ms();
+	}
+	st = gi_cu_sp_select(s, sp, b->n, k, (const uint32_t *) sp->s_cd.p,
+						 (const uint64_t *) sp->s_ck.p, pl->cap, cnt, pl->cap,
+						 (uint32_t *) sp->s_fd.p, (uint64_t *) sp->s_fk.p, pl->kf, fcnt);
+	if (st == GI_OK)
+		st = gi_cu_sp_order(s, sp, b->n, pl->kf, (uint32_t *) sp->s_fd.p, (uint64_t *) sp->s_fk.p,
+							fcnt, (gi_hit *) sp->s_hits.p, found);
+	if (st == GI_OK && gi_sp_profiling)
+	{
+		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		*t_select += gi_sp_now_ms() - t0;
+	}
+	return st;
+}
+
+/*
+ * Every sub-batch of qv[0..nq) under plan pl: query i's hits go to
+ * hits[map[i] * k ...] and found[map[i]] (no map: i).  On the counting
+ * path over[i] says whether query i's candidates overflowed; its hits are
+ * then not written.
+ */
+static gi_status
+gi_sp_search_batches(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_query *qv,
+					 uint32_t nq, uint32_t k, gi_hit *hits, uint32_t *found, const uint32_t *map,
+					 uint8_t *over, double *t_score, double *t_select, uint32_t *nbatches)
+{
+	const bool count = pl->method == GI_SPARSE_COUNT;
+	uint32_t	flags = 0;
+	gi_status	st;
+
+	for (uint32_t qa = 0; qa < nq;)
+	{
+		gi_sp_batch b;
+		char	   *res = (char *) sp->p_res.p;
+		size_t		hbytes;
+		size_t		fbytes;
+		uint32_t   *dover = NULL;
+
+		memset(&b, 0, sizeof(b));
+		st = gi_sp_prepare(s, sp, pl, qv, nq, qa, &b);
+		if (st == GI_OK)
+			st = count ? gi_sp_run_count(s, sp, pl, &b, k, &dover, t_score, t_select) :
+				gi_sp_run(s, sp, pl, &b, k, t_score, t_select);
+		if (st != GI_OK)
+			return st;
+		hbytes = (size_t) b.n * pl->kf * sizeof(gi_hit);
+		fbytes = (size_t) b.n * sizeof(uint32_t);
+		GI_CU_TRY(cudaMemcpyAsync(res, sp->s_hits.p, hbytes, cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + hbytes, (uint32_t *) sp->s_cnt.p + 3 * (size_t) pl->nsub,
+								  fbytes, cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaMemcpyAsync(res + hbytes + fbytes, s->d_flags + 1,
+								  sizeof(uint32_t), cudaMemcpyDeviceToHost, s->ss));
+		if (count)
+			GI_CU_TRY(cudaMemcpyAsync(res + hbytes + fbytes + sizeof(uint32_t), dover, fbytes,
+									  cudaMemcpyDeviceToHost, s->ss));
+		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		memcpy(&flags, res + hbytes + fbytes, sizeof(uint32_t));
+		if (flags & GI_CU_FLAG_DIR)
+		{
+			gi_cu_set_error("CUDA store inconsistent: a linked slab names a list out of range");
+			return GI_ERR_DEVICE;
+		}
+		for (uint32_t i = 0; i < b.n; i++)
+		{
+			uint32_t	f;
+			uint32_t	o = 0;
+			uint32_t	to = map ? map[qa + i] : qa + i;
+
+			memcpy(&f, res + hbytes + (size_t) i * sizeof(uint32_t), sizeof(uint32_t));
+			if (count)
+			{
+				memcpy(&o, res + hbytes + fbytes + sizeof(uint32_t) + (size_t) i * sizeof(uint32_t),
+					   sizeof(uint32_t));
+				over[qa + i] = o != 0;
+				if (o)
+					continue;
+			}
+			if (f > pl->kf)
+			{
+				gi_cu_set_error("sparse search: %u hits selected for k = %u", f, pl->kf);
+				return GI_ERR_DEVICE;
+			}
+			found[to] = f;
+			gi_sp_write_hits(hits + (size_t) to * k, k,
+							 (const gi_hit *) (res + (size_t) i * pl->kf * sizeof(gi_hit)), f);
+		}
+		qa += b.n;
+		(*nbatches)++;
+	}
+	return GI_OK;
+}
+
 static gi_status
 gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
 					size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
@@ -852,9 +1067,7 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 	gi_sp_union un;
 	uint64_t	p_term = 0;
 	uint64_t	p_union = 0;
-	uint32_t	flags = 0;
 	uint32_t	nbatches = 0;
-	uint32_t	qa;
 	uint32_t	q;
 	uint32_t	j;
 	double		t_start = gi_sp_now_ms();
@@ -954,60 +1167,84 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 		for (q = 0; q < nq; q++)
 			p_term += qv[q].postings;
 	}
-	if (p->method != GI_SPARSE_TERM && p->method != GI_SPARSE_DOC)
-		pl.method = gi_sp_choose(p_term, p_union, nq);
-	pl.kf = k < pl.H ? k : pl.H;
-	pl.budget = gi_sp_budget();
-	gi_sp_plan_sizes(&pl, nq);
-	/* a query block's rows beyond half the L2: group by term, take chunks in slab order */
-	pl.by_slab = gi_sp_slab_order >= 0 ? gi_sp_slab_order == 1 :
-		(size_t) GI_SP_QGROUP * pl.span * sizeof(double) > s->dev->l2_bytes / 2;
-	st = gi_sp_reserve(sp, &pl);
-	if (st != GI_OK)
-		return st;
-
-	for (qa = 0; qa < nq;)
+	if ((p->method == GI_SPARSE_COUNT || p->method == GI_SPARSE_AUTO) &&
+		gi_sp_countable(sp, qv, nq, &pl.maxc))
 	{
-		gi_sp_batch b;
-		char	   *res = (char *) sp->p_res.p;
-		size_t		hbytes;
-		uint32_t	i;
+		uint8_t    *over;
+		uint32_t   *map;
+		gi_sp_query *rest;
+		uint32_t	nrest = 0;
 
-		memset(&b, 0, sizeof(b));
-		st = gi_sp_prepare(s, sp, &pl, qv, nq, qa, &b);
-		if (st == GI_OK)
-			st = gi_sp_run(s, sp, &pl, &b, k, &t_score, &t_select);
+		/* counted, then the queries whose ties overflowed by the term path */
+		pl.method = GI_SPARSE_COUNT;
+		pl.kf = k < pl.H ? k : pl.H;
+		pl.budget = gi_sp_budget();
+		st = gi_sp_count_plan(sp, &pl, nq);
 		if (st != GI_OK)
 			return st;
-		hbytes = (size_t) b.n * pl.kf * sizeof(gi_hit);
-		GI_CU_TRY(cudaMemcpyAsync(res, sp->s_hits.p, hbytes, cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res + hbytes, (uint32_t *) sp->s_cnt.p + 3 * (size_t) pl.nsub,
-								  (size_t) b.n * sizeof(uint32_t), cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res + hbytes + (size_t) b.n * sizeof(uint32_t), s->d_flags + 1,
-								  sizeof(uint32_t), cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaStreamSynchronize(s->ss));
-		memcpy(&flags, res + hbytes + (size_t) b.n * sizeof(uint32_t), sizeof(uint32_t));
-		if (flags & GI_CU_FLAG_DIR)
+		over = (uint8_t *) calloc(nq, 1);
+		if (over == NULL)
 		{
-			gi_cu_set_error("CUDA store inconsistent: a linked slab names a list out of range");
-			return GI_ERR_DEVICE;
+			gi_cu_set_error("sparse search: out of memory for %u queries", nq);
+			return GI_ERR_NOMEM;
 		}
-		for (i = 0; i < b.n; i++)
+		st = gi_sp_search_batches(s, sp, &pl, qv, nq, k, hits, found, NULL, over, &t_score,
+								  &t_select, &nbatches);
+		for (q = 0; st == GI_OK && q < nq; q++)
+			nrest += over[q];
+		if (st == GI_OK && nrest > 0)
 		{
-			uint32_t	f;
+			gi_sp_plan	tp = pl;
 
-			memcpy(&f, res + hbytes + (size_t) i * sizeof(uint32_t), sizeof(uint32_t));
-			if (f > pl.kf)
+			rest = (gi_sp_query *) malloc((size_t) nrest * sizeof(gi_sp_query));
+			map = (uint32_t *) malloc((size_t) nrest * sizeof(uint32_t));
+			if (rest == NULL || map == NULL)
 			{
-				gi_cu_set_error("sparse search: %u hits selected for k = %u", f, pl.kf);
-				return GI_ERR_DEVICE;
+				gi_cu_set_error("sparse search: out of memory for %u queries", nrest);
+				st = GI_ERR_NOMEM;
 			}
-			found[qa + i] = f;
-			gi_sp_write_hits(hits + (size_t) (qa + i) * k, k,
-							 (const gi_hit *) (res + (size_t) i * pl.kf * sizeof(gi_hit)), f);
+			else
+			{
+				nrest = 0;
+				for (q = 0; q < nq; q++)
+					if (over[q])
+					{
+						rest[nrest] = qv[q];
+						map[nrest++] = q;
+					}
+				tp.method = GI_SPARSE_TERM;
+				gi_sp_plan_sizes(&tp, nrest);
+				tp.by_slab = gi_sp_slab_order >= 0 ? gi_sp_slab_order == 1 :
+					(size_t) GI_SP_QGROUP * tp.span * sizeof(double) > s->dev->l2_bytes / 2;
+				st = gi_sp_reserve(sp, &tp);
+				if (st == GI_OK)
+					st = gi_sp_search_batches(s, sp, &tp, rest, nrest, k, hits, found, map, NULL,
+											  &t_score, &t_select, &nbatches);
+			}
+			free(rest);
+			free(map);
+			sp->prof[9] = nrest;
 		}
-		qa += b.n;
-		nbatches++;
+		free(over);
+		if (st != GI_OK)
+			return st;
+	}
+	else
+	{
+		if (p->method != GI_SPARSE_TERM && p->method != GI_SPARSE_DOC)
+			pl.method = gi_sp_choose(p_term, p_union, nq);
+		pl.kf = k < pl.H ? k : pl.H;
+		pl.budget = gi_sp_budget();
+		gi_sp_plan_sizes(&pl, nq);
+		/* a query block's rows beyond half the L2: group by term, take chunks in slab order */
+		pl.by_slab = gi_sp_slab_order >= 0 ? gi_sp_slab_order == 1 :
+			(size_t) GI_SP_QGROUP * pl.span * sizeof(double) > s->dev->l2_bytes / 2;
+		st = gi_sp_reserve(sp, &pl);
+		if (st == GI_OK)
+			st = gi_sp_search_batches(s, sp, &pl, qv, nq, k, hits, found, NULL, NULL, &t_score,
+									  &t_select, &nbatches);
+		if (st != GI_OK)
+			return st;
 	}
 	sp->prof[0] = pl.method;
 	sp->prof[1] = nbatches;

@@ -5,7 +5,8 @@
  *		between its files: cuda_sparse.cu (the kind's entries, planning of
  *		a search, the chooser), cuda_sparse_term.cu (term-parallel
  *		scatter-add), cuda_sparse_doc.cu (document-parallel scoring),
- *		cuda_sparse_topk.cu (candidates, exact selection, ordered hits).
+ *		cuda_sparse_topk.cu (candidates, exact selection, ordered hits),
+ *		cuda_sparse_count.cu (the counting path's counters and candidates).
  *
  * Both scoring kernels leave the same thing behind: for a sub-batch of
  * nsub queries and a range of key ordinals [lo, lo + rlen), a dense array
@@ -70,6 +71,7 @@ struct gi_cu_sparse
 	uint32_t	dim;			/* == the store's nlists */
 	gi_cu_slabdir dir;
 	float	   *bound;			/* [dim] list bounds, host (gi_kind_sparse.h) */
+	uint8_t    *unit;			/* [dim] host: 1 while every record the list got weighed 1 */
 
 	/* scratch of a search (device) */
 	gi_cu_buf	s_up;			/* units, chunk prefix, query weights and masks */
@@ -179,5 +181,43 @@ extern gi_status gi_cu_sp_select(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, u
 extern gi_status gi_cu_sp_order(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf,
 								uint32_t *dd, uint64_t *dk, const uint32_t *dcnt,
 								gi_hit *hits, uint32_t *found);
+
+/* ---- cuda_sparse_count.cu ---- */
+
+/* the counting path's largest count (a query's summed weights) */
+#define GI_SP_COUNT_MAX 4095
+
+/* candidates a query of the counting path has room for, unless H is smaller */
+#define GI_SP_COUNT_CAND 65536
+
+/* counter bits for counts up to maxc, and 32-bit words of them for H documents */
+static inline uint32_t
+gi_sp_count_bits(uint32_t maxc)
+{
+	return maxc <= 255 ? 8 : 16;
+}
+
+static inline size_t
+gi_sp_count_words(uint32_t H, uint32_t maxc)
+{
+	uint32_t	per = 32 / gi_sp_count_bits(maxc);
+
+	return ((size_t) H + per - 1) / per;
+}
+
+/*
+ * The counting path's candidates for a sub-batch of nsub queries (units
+ * of one (query, term) pair, whole-number weights summing to at most
+ * maxc): every record counts its query weight into the document's
+ * counter; the documents at or above each query's threshold (the lowest
+ * count k of them reach) go to cd/ck[q * cap ...], their number to
+ * cnt[q]; *over (device, nsub flags) marks the queries whose candidates
+ * would pass cap (none written: the caller answers them another way).
+ */
+extern gi_status gi_cu_sp_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
+								const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
+								const gi_sp_qw *pairs, uint32_t nsub, uint32_t H, uint32_t maxc,
+								uint32_t k, uint32_t cap, uint32_t *cd, uint64_t *ck,
+								uint32_t *cnt, uint32_t **over);
 
 #endif							/* GI_CUDA_SPARSE_H */

@@ -26,16 +26,9 @@
  * sorts (by key, then by distance).  Any k works; memory is the
  * candidates' and k's.
  */
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
-#include "cuda_sparse.h"
-#include "cuda_util.cuh"
-
-/* candidates a block of the compaction, histogram and gather kernels takes */
-#define GI_SP_PER_THREAD 16
-#define GI_SP_BLOCK 256
-#define GI_SP_TILE (GI_SP_PER_THREAD * GI_SP_BLOCK)
+#include "cuda_sparse_cand.cuh"
 
 /* the largest selection ordered in shared memory (12 bytes each: 48 KB) */
 #define GI_SP_BLOCK_SORT 4096
@@ -44,33 +37,6 @@
 #define GI_SP_PASSES 9
 __constant__ uint8_t gi_sp_shift[GI_SP_PASSES] = {21, 10, 0, 53, 42, 31, 20, 9, 0};
 __constant__ uint8_t gi_sp_width[GI_SP_PASSES] = {11, 11, 10, 11, 11, 11, 11, 11, 9};
-
-typedef cub::BlockScan<uint32_t, GI_SP_BLOCK> gi_sp_scan;
-
-/*
- * Block-wide append: each thread has m items to write; returns this
- * thread's first position in the query's output (one atomic per block).
- */
-__device__ __forceinline__ uint32_t
-gi_sp_block_reserve(uint32_t m, uint32_t *counter, gi_sp_scan::TempStorage &ts,
-					uint32_t &sbase)
-{
-	uint32_t	excl;
-	uint32_t	total;
-
-	gi_sp_scan(ts).ExclusiveSum(m, excl, total);
-	if (threadIdx.x == 0)
-		sbase = total ? atomicAdd(counter, total) : 0;
-	__syncthreads();
-	return sbase + excl;
-}
-
-/* the ordered bits of the distance of a score */
-__device__ __forceinline__ uint32_t
-gi_sp_dist_ord(double score)
-{
-	return gi_f2ord(gi_rank_float(-(float) score));
-}
 
 /* the first digit of the select (top 11 bits of the ordered distance) */
 #define GI_SP_DIGIT0(d) ((d) >> 21)

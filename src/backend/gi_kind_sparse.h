@@ -48,7 +48,11 @@ typedef enum gi_sparse_method
 {
 	GI_SPARSE_AUTO = 0,			/* the backend chooses */
 	GI_SPARSE_TERM = 1,			/* term-parallel scatter-add */
-	GI_SPARSE_DOC = 2			/* document-parallel */
+	GI_SPARSE_DOC = 2,			/* document-parallel */
+	GI_SPARSE_COUNT = 3			/* counting: when every record of the query
+								 * terms' lists weighs 1 and the query
+								 * weights are whole numbers (else as AUTO);
+								 * AUTO counts whenever it can */
 } gi_sparse_method;
 
 typedef struct gi_sparse_search_params

@@ -11,6 +11,9 @@
  * under each scratch budget first (then the kind's default), GI_BENCH_SPARSE_KEYS=any builds the store without
  * the per-list key check (faster to build; the search is the same),
  * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10,
+ * GI_BENCH_SPARSE_COUNTS=1 makes every weight 1 (GENIE's counts) and times
+ * the term path (a double per document: the plain count table) against
+ * the counting path (bit-packed counters, GI_SPARSE_COUNT),
  * GI_BENCH_SPARSE_DUMP=DIR writes the (last) collection, the asked
  * shape's first batch of queries and the kernel's top 10 of each there
  * (CSR arrays, see dump_csr) for a reference outside the database.
@@ -49,6 +52,7 @@ static const gi_backend_ops *C;
 static gi_cuda_sparse_profile_fn prof_fn;
 static gi_cuda_sparse_set_budget_fn set_budget;
 static const char *dump_dir;
+static bool counts;
 
 /*
  * Append rows to DIR/NAME.{indptr,indices,data}: int64 row starts (the
@@ -289,7 +293,7 @@ make_queries(uint32_t nq, bool shared, size_t *bytes)
 		else
 			draw(m, (uint32_t *) (p + 4));
 		for (j = 0; j < m; j++)
-			w[j] = (float) (0.1 + 2.0 * runif());
+			w[j] = counts ? 1.0f : (float) (0.1 + 2.0 * runif());
 	}
 	*bytes = per * nq;
 	return b;
@@ -352,7 +356,7 @@ build(uint32_t docs)
 			for (j = 0; j < m; j++)
 			{
 				keys[off[i] + j] = d0 + i + 1;
-				w[off[i] + j] = (float) (0.05 + 3.0 * runif());
+				w[off[i] + j] = counts ? 1.0f : (float) (0.05 + 3.0 * runif());
 			}
 		}
 		if (dump_dir)
@@ -392,7 +396,8 @@ dblcmp(const void *a, const void *b)
 static const char *
 mname(uint32_t m)
 {
-	return m == GI_SPARSE_TERM ? "term" : m == GI_SPARSE_DOC ? "doc" : "auto";
+	return m == GI_SPARSE_TERM ? "term" : m == GI_SPARSE_DOC ? "doc" :
+		m == GI_SPARSE_COUNT ? "count" : "auto";
 }
 
 /* one shape, one method: median seconds per batch and the last profile */
@@ -434,7 +439,8 @@ shape(gi_store *s, uint32_t docs, uint32_t nq, uint32_t k, bool shared)
 {
 	unsigned char *qb[3];
 	size_t		qbytes[3];
-	static const uint32_t methods[] = {GI_SPARSE_TERM, GI_SPARSE_DOC, GI_SPARSE_AUTO};
+	const uint32_t methods[] = {GI_SPARSE_TERM, counts ? GI_SPARSE_COUNT : GI_SPARSE_DOC,
+	GI_SPARSE_AUTO};
 	double		prof[GI_CUDA_SPARSE_PROFILE_N];
 	int			i;
 
@@ -450,7 +456,11 @@ shape(gi_store *s, uint32_t docs, uint32_t nq, uint32_t k, bool shared)
 		double		fl = methods[i] == GI_SPARSE_DOC || (methods[i] == GI_SPARSE_AUTO && prof[0] == 2)
 			? floor_doc : floor_term;
 
-		printf("docs %7u batch %4u%s k %4u %-4s -> %-4s: %8.3f ms/batch %9.0f q/s | floor %7.3f ms (%.1f%%) | "
+		/* the counting path reads ordinals only: 4 bytes a posting */
+		if (prof[0] == GI_SPARSE_COUNT)
+			fl = floor_term / 2;
+
+		printf("docs %7u batch %4u%s k %4u %-5s -> %-5s: %8.3f ms/batch %9.0f q/s | floor %7.3f ms (%.1f%%) | "
 			   "postings term %.3g union %.3g | dir %.2f score %.2f select %.2f total %.2f ms, %g sub-batches, %g ranges | %.3f ns/posting\n",
 			   docs, nq, shared ? " shared" : "", k, mname(methods[i]), mname((uint32_t) prof[0]), t * 1e3, nq / t, fl * 1e3,
 			   100.0 * fl / t, prof[3], prof[4], prof[5], prof[6], prof[7], prof[8], prof[1], prof[2],
@@ -501,6 +511,9 @@ main(int argc, char **argv)
 	zipf_init(1.0);
 	set_budget = (gi_cuda_sparse_set_budget_fn) dlsym(h, GI_CUDA_SPARSE_SET_BUDGET);
 	dump_dir = getenv("GI_BENCH_SPARSE_DUMP");
+	counts = getenv("GI_BENCH_SPARSE_COUNTS") && atoi(getenv("GI_BENCH_SPARSE_COUNTS")) == 1;
+	if (counts)
+		printf("every weight 1: scores are counts (the plain count table against the counting path)\n");
 	for (a = 2; a + 1 < argc || a == 2; a += 2)
 	{
 		uint32_t	docs = argc > a ? (uint32_t) atoi(argv[a]) : 50000;

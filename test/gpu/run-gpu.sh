@@ -10,7 +10,7 @@
 #   (cd .gpuhost && mkdir -p cmocka && cd cmocka && apt-get download libcmocka0 libcmocka-dev)
 #   (cd .gpuhost && mkdir -p perl && cd perl && apt-get download libipc-run-perl)
 #   (cd .gpuhost && mkdir -p python && cd python &&
-#    apt-get download python3-psycopg python3-typing-extensions)
+#    apt-get download python3-psycopg)
 # Then on the GPU host, from the repository root:
 #   bash test/gpu/run-gpu.sh [.gpuhost]
 set -u
@@ -32,8 +32,8 @@ if [ -d "$cache/perl" ]; then
 	chmod -R a+rX /tmp/perl5
 	export PERL5LIB=/tmp/perl5/usr/share/perl5${PERL5LIB:+:$PERL5LIB}
 fi
-# psycopg 3 for the Python adapters' test (Debian's pure-Python packages; the
-# host's python3 brings numpy)
+# psycopg 3 for the Python adapters' test (Debian's pure-Python package; the
+# host's python3 brings numpy and typing_extensions)
 if [ -d "$cache/python" ]; then
 	mkdir -p /tmp/pypkgs
 	for f in "$cache"/python/*.deb; do dpkg -x "$f" /tmp/pypkgs; done

@@ -22,10 +22,17 @@
 #include "gi_kind_sparse.h"
 #include "harness.h"
 
+/* the CUDA backend's room for a query's candidates on the counting path (GI_SP_COUNT_CAND) */
+#define GI_SP_COUNT_TEST_CAND 65536
+
 static uint64_t sp_hits_compared;
 static uint64_t sp_searches;
 static uint64_t sp_auto_doc;
 static uint64_t sp_auto_term;
+static uint64_t sp_auto_count;
+
+/* the data of the running test can be counted: a forced GI_SPARSE_COUNT must count */
+static bool sp_countable;
 
 /* ---- documents ----------------------------------------------------------------- */
 
@@ -606,8 +613,13 @@ sp_compare(pair *p, const sp_queries *qs, uint32_t nq, uint32_t k, uint32_t meth
 		{
 			if (prof[0] == GI_SPARSE_DOC)
 				sp_auto_doc++;
+			else if (prof[0] == GI_SPARSE_COUNT)
+				sp_auto_count++;
 			else
 				sp_auto_term++;
+			EXPECT((prof[0] == GI_SPARSE_COUNT) == sp_countable,
+				   "%s: the chooser ran method %g on %s data", when, prof[0],
+				   sp_countable ? "countable" : "weighted");
 		}
 	}
 	else if (!self_mode && cu_sparse_profile)
@@ -615,7 +627,8 @@ sp_compare(pair *p, const sp_queries *qs, uint32_t nq, uint32_t k, uint32_t meth
 		double		prof[GI_CUDA_SPARSE_PROFILE_N];
 
 		EXPECT(cu_sparse_profile(p->c, -1, prof, GI_CUDA_SPARSE_PROFILE_N) == GI_OK &&
-			   prof[0] == method, "%s: method %u forced, %g ran", when, method, prof[0]);
+			   (method == GI_SPARSE_COUNT ? (prof[0] == GI_SPARSE_COUNT) == sp_countable :
+				prof[0] == method), "%s: method %u forced, %g ran", when, method, prof[0]);
 	}
 	for (q = 0; q < nq && bad < 5; q++)
 	{
@@ -699,7 +712,7 @@ out:
 	free(idx);
 }
 
-static const uint32_t sp_methods[] = {GI_SPARSE_AUTO, GI_SPARSE_TERM, GI_SPARSE_DOC};
+static const uint32_t sp_methods[] = {GI_SPARSE_AUTO, GI_SPARSE_TERM, GI_SPARSE_DOC, GI_SPARSE_COUNT};
 
 /* one batch, every method, against one host answer */
 static void
@@ -1147,13 +1160,147 @@ test_sparse_ordinals(void)
 	random_differential(&cfg);
 }
 
+/* every weight of documents [a, b) to 1 */
+static void
+sp_unit_weights(sp_docs *d, uint32_t a, uint32_t b)
+{
+	for (uint32_t j = d->off[a]; j < d->off[b]; j++)
+		d->w[j] = 1.0f;
+}
+
+/* every query weight to a whole number from 1 to most */
+static void
+sp_count_weights(sp_queries *qs, rng *r, uint32_t most)
+{
+	for (uint32_t q = 0; q < qs->nq; q++)
+	{
+		uint32_t	m;
+		float	   *w;
+
+		memcpy(&m, qs->buf + qs->at[q], sizeof(uint32_t));
+		w = (float *) (qs->buf + qs->at[q] + 4 + 4 * (size_t) m);
+		for (uint32_t j = 0; j < m; j++)
+			w[j] = (float) (1 + rbelow(r, most));
+	}
+}
+
+/*
+ * The counting path: documents whose weights are all 1 and queries of
+ * whole weights (counts up to 120, 8-bit counters; then up to 900, 16-bit
+ * ones; a query of 300 terms), each method against the host, AUTO
+ * counting; after deletes; a batch with one fractional weight is not
+ * counted; 70,000 documents tied on one term overflow the candidates'
+ * room and go by the term path, with the same answer.
+ */
+static void
+test_sparse_counts(void)
+{
+	pair		p;
+	rng			r = {33};
+	sp_docs		d;
+	sp_queries	qs;
+	uint32_t	dim = 3000;
+	uint32_t	ndocs = (uint32_t) scaled(30000);
+	static const uint32_t ks[] = {1, 10, 100, 1000};
+	uint32_t   *dead;
+	uint32_t	nd = 0;
+	size_t		b;
+
+	if (!sp_pair(&p, dim, 0, &r))
+		return;
+	sp_docs_init(&d, dim, 1.0);
+	sp_docs_add(&d, &r, ndocs, false, 0);
+	sp_unit_weights(&d, 0, d.n);
+	sp_insert(&p, &d, 0, d.n, 100000, "unit-weight collection");
+	sp_queries_make(&qs, &d, &r, 200);
+	/* the first 99 queries have at most 40 terms, query 100 has 300 */
+	sp_countable = true;
+	sp_count_weights(&qs, &r, 3);
+	for (b = 0; b < sizeof(ks) / sizeof(ks[0]) && checks_failed < 10; b++)
+	{
+		sp_compare_all(&p, &d, &qs, 99, ks[b], "counts up to 120, 8-bit");
+		sp_compare_all(&p, &d, &qs, 200, ks[b], "counts up to 900, 16-bit");
+	}
+	sp_count_weights(&qs, &r, 30);
+	sp_compare_all(&p, &d, &qs, 99, 10, "counts up to 1,200, 16-bit");
+	sp_countable = false;
+	sp_compare_all(&p, &d, &qs, 200, 10, "a query whose counts pass 4,095");
+	sp_count_weights(&qs, &r, 3);
+	sp_countable = true;
+
+	dead = malloc(d.n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < d.n; i += 3)
+		dead[nd++] = i;
+	sp_delete(&p, &d, dead, nd, "a third deleted");
+	sp_compare_all(&p, &d, &qs, 200, 10, "counts after deletes");
+	free(dead);
+
+	/* one fractional weight: the batch is scored, not counted */
+	{
+		uint32_t	m;
+
+		memcpy(&m, qs.buf + qs.at[5], sizeof(uint32_t));
+		if (m > 0)
+		{
+			((float *) (qs.buf + qs.at[5] + 4 + 4 * (size_t) m))[0] = 1.5f;
+			sp_countable = false;
+			sp_compare_all(&p, &d, &qs, 200, 10, "one fractional query weight");
+		}
+	}
+	sp_queries_free(&qs);
+
+	/* ties beyond the candidates' room: every new document holds term 0 */
+	{
+		uint32_t	a = d.n;
+		uint32_t	n = (uint32_t) scaled(70000);
+		unsigned char qb[64];
+		uint32_t	t0 = 0;
+		float		w1 = 1.0f;
+		sp_queries	one;
+
+		for (uint32_t i = 0; i < n; i++)
+		{
+			sp_docs_room(&d, 1, 1);
+			d.terms[d.off[d.n]] = 0;
+			d.w[d.off[d.n]] = 1.0f;
+			d.key[d.n] = sp_key(500000 + d.n);
+			d.live[d.n] = false;
+			d.off[d.n + 1] = d.off[d.n] + 1;
+			d.n++;
+		}
+		sp_insert(&p, &d, a, d.n, 100000, "tied on term 0");
+		memset(&one, 0, sizeof(one));
+		one.nq = 1;
+		one.bytes = sp_put(qb, 1, &t0, &w1);
+		one.buf = qb;
+		one.at = malloc(2 * sizeof(size_t));
+		one.at[0] = 0;
+		one.at[1] = one.bytes;
+		sp_countable = true;
+		sp_compare_all(&p, &d, &one, 1, 10, "70,000 tied documents");
+		if (!self_mode && cu_sparse_profile && n > GI_SP_COUNT_TEST_CAND)
+		{
+			double		prof[GI_CUDA_SPARSE_PROFILE_N];
+
+			EXPECT(cu_sparse_profile(p.c, -1, prof, GI_CUDA_SPARSE_PROFILE_N) == GI_OK &&
+				   prof[9] == 1, "tied documents: %g queries went by the term path, not 1",
+				   prof[9]);
+		}
+		free(one.at);
+	}
+	sp_countable = false;
+	sp_docs_free(&d);
+	pair_close(&p);
+}
+
 static void
 sparse_summary(void)
 {
 	if (sp_searches > 0)
 		printf("sparse: %" PRIu64 " searches, %" PRIu64 " hits compared, chooser picked the document path %"
-			   PRIu64 " times and the term path %" PRIu64 " times\n", sp_searches,
-			   sp_hits_compared, sp_auto_doc, sp_auto_term);
+			   PRIu64 " times, the term path %" PRIu64 " times and the counting path %" PRIu64
+			   " times\n", sp_searches, sp_hits_compared, sp_auto_doc, sp_auto_term,
+			   sp_auto_count);
 }
 
 static const test_case sparse_tests[] = {
@@ -1164,6 +1311,7 @@ static const test_case sparse_tests[] = {
 	{"sparse: small scratch budgets (sub-batches, ordinal ranges)", test_sparse_budget, false},
 	{"sparse: key ordinals after random mutations", test_sparse_ordinals, false},
 	{"sparse: each way of the term path forced", test_sparse_slab_order, false},
+	{"sparse: counting path (unit weights, whole query weights), ties beyond its room", test_sparse_counts, false},
 };
 
 const test_suite sparse_suite = {sparse_tests, sizeof(sparse_tests) / sizeof(sparse_tests[0]),

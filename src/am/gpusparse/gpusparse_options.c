@@ -19,6 +19,7 @@ static const struct config_enum_entry method_options[] = {
 	{"auto", GI_SPARSE_AUTO, false},
 	{"term", GI_SPARSE_TERM, false},
 	{"doc", GI_SPARSE_DOC, false},
+	{"count", GI_SPARSE_COUNT, false},
 	{NULL, 0, false}
 };
 
@@ -40,7 +41,8 @@ gpusparse_init(void)
 	DefineCustomEnumVariable("gpusparse.method",
 							 "How the CUDA backend scores sparse queries.",
 							 "term: term-parallel scatter-add; doc: document-parallel; "
-							 "auto: the backend chooses by the batch's shape.  "
+							 "count: small counters when the scores are counts (genie); "
+							 "auto: the backend chooses by the batch's shape, counting when it can.  "
 							 "Results are the same; the host backend ignores it.",
 							 &gpusparse_method,
 							 GI_SPARSE_AUTO, method_options,
