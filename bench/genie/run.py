@@ -52,7 +52,7 @@ from common import Budget, log  # noqa: E402
 DEVICE_GUC = {"host": "host", "cuda": "cuda"}
 
 
-def environment_of(conn, cl, a):
+def environment_of(conn, cl):
     env = environment.describe(conn, cl)
     for k in [k for k in env if k in ("ext_vector", "faiss")]:
         del env[k]
@@ -86,7 +86,7 @@ def run_steps(steps, rep, finish, budget, cl):
 
 def scenario_seq(cl, conn, a, budget, opts):
     ds = seqdata.load(a.rows, a.nq, log=log)
-    env = environment_of(conn, cl, a)
+    env = environment_of(conn, cl)
     env["dataset"] = json.dumps(ds.stats)
     rep = Report("genie-seq", ds.name, env, dict(opts, tag=a.device))
     rep.note("accuracy: true edit distances of the returned rows (rapidfuzz, unit costs) "
@@ -114,7 +114,7 @@ def scenario_seq(cl, conn, a, budget, opts):
 
 def scenario_sets(cl, conn, a, budget, opts):
     ds = setdata.make(a.set_rows, max(a.set_nq, a.set_slow_nq), a.universe, a.zipf, log=log)
-    env = environment_of(conn, cl, a)
+    env = environment_of(conn, cl)
     env["dataset"] = json.dumps(ds.stats)
     rep = Report("genie-sets", ds.name, env, dict(opts, tag=a.device))
     intarray = db.scalar(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'intarray'") > 0
