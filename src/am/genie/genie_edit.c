@@ -3,6 +3,7 @@
  *		Edit distance over UTF-8 characters and the n-gram count bound
  *		(definitions in genie_edit.h).
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,12 +27,38 @@ next_char(const char **p, const char *end)
 	return c;
 }
 
+/* the next character: one byte when the strings are ASCII */
+static inline uint32_t
+fetch(const char **p, const char *end, bool ascii)
+{
+	if (ascii)
+		return (unsigned char) *(*p)++;
+	return next_char(p, end);
+}
+
+static inline int
+char_len(const char *p, const char *end, bool ascii)
+{
+	return ascii ? 1 : genie_utf8_charlen(p, end - p);
+}
+
+static bool
+is_ascii(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char) s[i] >= 0x80)
+			return false;
+	return true;
+}
+
 static size_t
-count_chars(const char *s, size_t len)
+count_chars(const char *s, size_t len, bool ascii)
 {
 	const char *end = s + len;
 	size_t		n = 0;
 
+	if (ascii)
+		return len;
 	while (s < end)
 	{
 		s += genie_utf8_charlen(s, end - s);
@@ -65,13 +92,15 @@ genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
 	int			nb = 0;
 	int			i;
 	int			j;
+	bool		ascii;
 
 	if (blen > alen)
 		return genie_levenshtein(b, blen, a, alen, work);
+	ascii = is_ascii(a, alen) && is_ascii(b, blen);
 	aend = a + alen;
 	bend = b + blen;
 	work[0] = 0;
-	for (p = b; p < bend; p += genie_utf8_charlen(p, bend - p))
+	for (p = b; p < bend; p += char_len(p, bend, ascii))
 	{
 		nb++;
 		work[nb] = nb;
@@ -79,7 +108,7 @@ genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
 
 	for (i = 1; a < aend; i++)
 	{
-		uint32_t	ca = next_char(&a, aend);
+		uint32_t	ca = fetch(&a, aend, ascii);
 		int			diag = work[0];
 
 		work[0] = i;
@@ -88,7 +117,7 @@ genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
 			int			up = work[j];
 
 			work[j] = min3(up + 1, work[j - 1] + 1,
-						   diag + (ca != next_char(&p, bend)));
+						   diag + (ca != fetch(&p, bend, ascii)));
 			diag = up;
 		}
 	}
@@ -112,13 +141,15 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 	int			lo_at = 1;
 	int			i;
 	int			j;
+	bool		ascii;
 
 	if (blen > alen)
 		return genie_levenshtein_max(b, blen, a, alen, max, work);
 	if (max < 0)
 		max = 0;
-	na = count_chars(a, alen);
-	nb = count_chars(b, blen);
+	ascii = is_ascii(a, alen) && is_ascii(b, blen);
+	na = count_chars(a, alen, ascii);
+	nb = count_chars(b, blen, ascii);
 	if ((na > nb ? na - nb : nb - na) > (size_t) max)
 		return max + 1;
 	if ((size_t) max >= (na > nb ? na : nb))
@@ -134,7 +165,7 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 
 	for (i = 1; i <= (int) na; i++)
 	{
-		uint32_t	ca = next_char(&a, aend);
+		uint32_t	ca = fetch(&a, aend, ascii);
 		int			lo = i - max > 1 ? i - max : 1;
 		int			hi = i + max < (int) nb ? i + max : (int) nb;
 		int			diag;
@@ -143,7 +174,7 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 		const char *p;
 
 		for (; lo_at < lo; lo_at++)
-			blo += genie_utf8_charlen(blo, bend - blo);
+			blo += char_len(blo, bend, ascii);
 		diag = work[lo - 1];
 		left = lo == 1 ? i : big;
 		work[lo - 1] = left;
@@ -152,7 +183,7 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 		{
 			int			up = j <= i - 1 + max ? work[j] : big;
 			int			cur = min3(up + 1, left + 1,
-								   diag + (ca != next_char(&p, bend)));
+								   diag + (ca != fetch(&p, bend, ascii)));
 
 			if (cur > big)
 				cur = big;
