@@ -933,6 +933,33 @@ test_levenshtein_random(void **state)
 	}
 }
 
+/*
+ * ASCII strings of 40 to 90 characters: the shorter one on both sides of
+ * the bit-parallel path's 64 characters, unrelated or a few edits apart.
+ */
+static void
+test_levenshtein_ascii_64(void **state)
+{
+	static tstr a;
+	static tstr b;
+
+	(void) state;
+	rng_seed(909);
+	for (int iter = 0; iter < 2000; iter++)
+	{
+		random_tstr(&a, 40 + (int) rng_below(51), 3);
+		if (iter % 3 == 0)
+			random_tstr(&b, 40 + (int) rng_below(51), 3);
+		else
+		{
+			b = a;
+			for (int k = (int) rng_below(12); k > 0; k--)
+				random_edit(&b, 3);
+		}
+		check_distance(&a, &b);
+	}
+}
+
 /* long strings a few edits apart: the band is narrow, the rows long */
 static void
 test_levenshtein_long(void **state)
@@ -1011,6 +1038,7 @@ main(void)
 		cmocka_unit_test(test_rbin_probability),
 		cmocka_unit_test(test_levenshtein_fixed),
 		cmocka_unit_test(test_levenshtein_random),
+		cmocka_unit_test(test_levenshtein_ascii_64),
 		cmocka_unit_test(test_levenshtein_long),
 		cmocka_unit_test(test_count_bound),
 	};

@@ -75,6 +75,46 @@ min3(int x, int y, int z)
 	return m < z ? m : z;
 }
 
+/*
+ * Bit-parallel edit distance (Myers, in Hyyro's form for whole strings) of
+ * two ASCII strings, the shorter b of at most 64 bytes: one 64-bit word
+ * holds a column of the matrix as vertical deltas, so a character of a
+ * costs a dozen word operations instead of a row of cells.
+ */
+static int
+myers64(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
+{
+	uint64_t	peq[128] = {0};
+	uint64_t	pv = ~UINT64_C(0);
+	uint64_t	mv = 0;
+	uint64_t	last;
+	int			score = (int) blen;
+
+	if (blen == 0)
+		return (int) alen;
+	last = UINT64_C(1) << (blen - 1);
+	for (size_t i = 0; i < blen; i++)
+		peq[b[i]] |= UINT64_C(1) << i;
+	for (size_t j = 0; j < alen; j++)
+	{
+		uint64_t	eq = peq[a[j]];
+		uint64_t	xv = eq | mv;
+		uint64_t	xh = (((eq & pv) + pv) ^ pv) | eq;
+		uint64_t	ph = mv | ~(xh | pv);
+		uint64_t	mh = pv & xh;
+
+		if (ph & last)
+			score++;
+		else if (mh & last)
+			score--;
+		ph = (ph << 1) | 1;
+		mh <<= 1;
+		pv = mh | ~(xv | ph);
+		mv = ph & xv;
+	}
+	return score;
+}
+
 size_t
 genie_levenshtein_work_size(size_t alen, size_t blen)
 {
@@ -97,6 +137,8 @@ genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
 	if (blen > alen)
 		return genie_levenshtein(b, blen, a, alen, work);
 	ascii = is_ascii(a, alen) && is_ascii(b, blen);
+	if (ascii && blen <= 64)
+		return myers64((const unsigned char *) a, alen, (const unsigned char *) b, blen);
 	aend = a + alen;
 	bend = b + blen;
 	work[0] = 0;
@@ -148,6 +190,13 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 	if (max < 0)
 		max = 0;
 	ascii = is_ascii(a, alen) && is_ascii(b, blen);
+	if (ascii && blen <= 64)
+	{
+		int			d = myers64((const unsigned char *) a, alen,
+								(const unsigned char *) b, blen);
+
+		return d > max ? max + 1 : d;
+	}
 	na = count_chars(a, alen, ascii);
 	nb = count_chars(b, blen, ascii);
 	if ((na > nb ? na - nb : nb - na) > (size_t) max)

@@ -16,7 +16,11 @@
 
 extern size_t genie_levenshtein_work_size(size_t alen, size_t blen);
 
-/* the edit distance between a and b, in O(chars(a) * chars(b)) */
+/*
+ * The edit distance between a and b, in O(chars(a) * chars(b)), or
+ * O(chars(a)) word operations for two ASCII strings the shorter of which
+ * has at most 64 bytes.
+ */
 extern int	genie_levenshtein(const char *a, size_t alen, const char *b,
 							  size_t blen, int *work);
 
