@@ -18,7 +18,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/types -I$(srcdir)/src/backend \
 	-I$(srcdir)/src/am/genie \
 	-I$(srcdir)/cuda/common
 PG_CFLAGS = -std=gnu99 -Wall -Wmissing-prototypes
-SHLIB_LINK = -ldl -lm
+SHLIB_LINK = -ldl -lm -lpthread
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

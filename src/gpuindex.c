@@ -24,6 +24,7 @@
 #include "gpuivf.h"
 #include "gpusparse.h"
 #include "gi_client.h"
+#include "gi_device.h"
 #include "gi_kind.h"
 #include "gi_service.h"
 #include "gi_shmem.h"
@@ -37,6 +38,7 @@ int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
 int			gi_search_slice_ms = 1;
 int			gi_role_memory_limit_mb = 0;
+int			gi_host_threads = 0;
 bool		gi_debug_service_kmeans = false;
 
 static const struct config_enum_entry device_options[] = {
@@ -105,6 +107,13 @@ gi_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		key.relid = InvalidOid;
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 	}
+}
+
+/* in every process: the service's searches and the k-means of builds */
+static void
+assign_host_threads(int newval, void *extra)
+{
+	gi_device_set_host_threads((uint32) newval);
 }
 
 static void
@@ -183,6 +192,21 @@ _PG_init(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	/*
+	 * Reload, not restart: every process starts its threads on first use
+	 * and resizes them between calls.  Not per session: the service's
+	 * threads serve all of them, and a build's share the same cores.
+	 */
+	DefineCustomIntVariable("gpuindex.host_threads",
+							"Threads the host backend may use in one process (0: one per online CPU, at most 32).",
+							"The device service searches on them and CREATE INDEX trains its k-means on them; "
+							"1 uses the calling thread alone. Results do not depend on it.",
+							&gi_host_threads,
+							0, 0, 256,
+							PGC_SIGHUP,
+							0,
+							NULL, assign_host_threads, NULL);
 
 	/*
 	 * Testing only: with the host backend, answer CREATE INDEX's k-means

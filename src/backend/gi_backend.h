@@ -285,6 +285,16 @@ typedef struct gi_backend_ops
 								  uint32_t n, const float *vectors,
 								  uint32_t *lists);
 	void		(*kmeans_release) (gi_device *device);
+
+	/*
+	 * Optional: how many CPU threads this process's calls of the backend
+	 * may use for their host-side work, the calling thread included (0:
+	 * one per online CPU, up to the backend's own cap; 1: the calling
+	 * thread alone).  Takes effect at the next call; results never depend
+	 * on it.  The host backend runs its searches and k-means on them.  May
+	 * be NULL.
+	 */
+	void		(*set_host_threads) (uint32_t n);
 } gi_backend_ops;
 
 /* the host backend, always present */

@@ -159,8 +159,41 @@ gi_kmeans_prepare(float *samples, uint32_t n, uint32_t dim, bool spherical)
 /*
  * Dot product in float with eight partial sums: the order of the sums is
  * part of the CPU k-means' deterministic result, so every CPU caller uses
- * this one.
+ * this one.  Where the compiler has vector types, sums 0-3 and 4-7 are the
+ * lanes of two 4-float vectors: each lane still rounds the same products
+ * and sums in the same order, so the result is the scalar loop's, to the
+ * bit, at a quarter of the instructions.
  */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define GI_KM_VECTORS 1
+typedef float gi_km_v4sf __attribute__((vector_size(16)));
+
+static inline gi_km_v4sf
+gi_km_load4(const float *p)
+{
+	gi_km_v4sf	v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline float
+gi_km_dot(const float *a, const float *b, uint32_t dim)
+{
+	gi_km_v4sf	lo = {0, 0, 0, 0};
+	gi_km_v4sf	hi = {0, 0, 0, 0};
+	uint32_t	i = 0;
+
+	for (; i + 8 <= dim; i += 8)
+	{
+		lo += gi_km_load4(a + i) * gi_km_load4(b + i);
+		hi += gi_km_load4(a + i + 4) * gi_km_load4(b + i + 4);
+	}
+	for (; i < dim; i++)
+		lo[0] += a[i] * b[i];
+	return ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+}
+#else
 static inline float
 gi_km_dot(const float *a, const float *b, uint32_t dim)
 {
@@ -189,5 +222,6 @@ gi_km_dot(const float *a, const float *b, uint32_t dim)
 		s0 += a[i] * b[i];
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
 }
+#endif
 
 #endif							/* GI_KMEANS_H */

@@ -231,6 +231,17 @@ choose_backend(char *why, size_t whylen)
 }
 
 void
+gi_device_set_host_threads(uint32 n)
+{
+	const gi_backend_ops *host = gi_host_backend();
+
+	host->set_host_threads(n);
+	if (gi_ops != NULL && gi_ops->set_host_threads != NULL &&
+		gi_ops->set_host_threads != host->set_host_threads)
+		gi_ops->set_host_threads(n);
+}
+
+void
 gi_device_init(void)
 {
 	char		why[256] = "";
@@ -240,6 +251,7 @@ gi_device_init(void)
 	gi_ops = choose_backend(why, sizeof(why));
 	if (gi_ops == NULL)
 		return;
+	gi_device_set_host_threads((uint32) gi_host_threads);
 
 	/* the host backend: its devices are opened here */
 	if (gi_ndevices == 0 && !open_devices(gi_ops, why, sizeof(why)))

@@ -34,6 +34,13 @@ extern int	gi_ndevices;
 extern void gi_device_init(void);
 
 /*
+ * gpuindex.host_threads, applied in any process (builds run the host
+ * k-means in their own backend): the host backend's threads, and the
+ * chosen backend's when it is another one with host-side work.
+ */
+extern void gi_device_set_host_threads(uint32 n);
+
+/*
  * Test hook: a real fault inside the CUDA backend (an illegal write from a
  * kernel); *have is false without the CUDA backend.
  */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "host_pool.h"
 #include "host_store.h"
 #include "test_util.h"
 
@@ -2910,5 +2911,11 @@ main(void)
 	};
 
 	ops = gi_host_backend();
+	/* GI_TEST_THREADS=N: every search and k-means on N threads, however small */
+	if (getenv("GI_TEST_THREADS") != NULL)
+	{
+		ops->set_host_threads((uint32_t) atoi(getenv("GI_TEST_THREADS")));
+		gi_host_pool_set_grain(0);
+	}
 	return cmocka_run_group_tests_name("host_store", tests, NULL, NULL);
 }

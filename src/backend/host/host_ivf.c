@@ -15,11 +15,17 @@
  *	- records are ranked by (float distance, key) ascending, so the order
  *	  agrees with the distances reported; probed lists are chosen by
  *	  (double centroid distance, list number).
+ *
+ * The queries of a call are shared out between the host backend's threads
+ * (host_pool.h); when there are fewer queries than threads, each query's
+ * probed lists are split into parts scanned apart and merged.  Either way
+ * every answer is the one a single thread computes, byte for byte.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_pool.h"
 #include "host_store.h"
 #include "host_topk.h"
 
@@ -170,6 +176,240 @@ gi_host_slot_distance(gi_metric metric, uint32_t dim, const float *q,
 /* below this many live slots, computing only those beats a full slab pass */
 #define GI_HOST_SPARSE_SLAB 8
 
+/* a query's probed lists are split between threads only for k up to this */
+#define GI_HOST_SPLIT_MAX_CAP	1024
+
+/* what the tasks of one search share */
+typedef struct gi_host_ivf_job
+{
+	gi_store   *store;
+	const float *centroids;
+	uint32_t	nlists;
+	uint32_t	dim;
+	gi_metric	metric;
+	const float *queries;
+	uint32_t	probes;
+	uint32_t	k;
+	uint32_t	cap;			/* candidates kept per query: min(k, rows) */
+	gi_hit	   *hits;
+	uint32_t   *found;
+	uint32_t	nq;
+
+	/* whole queries a task: per worker a heap of cap and one of probes */
+	uint32_t	qchunk;
+	gi_host_cand *wbest;
+	gi_host_cand *wlists;
+
+	/*
+	 * Few queries: each query's lists (qlists, probes a query) are split
+	 * into parts scanned by separate tasks, each into its own heap (pbest,
+	 * cap a part), merged afterwards.
+	 */
+	uint32_t	parts;
+	gi_host_cand *qlists;
+	uint32_t   *nqlists;
+	gi_host_cand *pbest;
+	uint32_t   *npbest;
+} gi_host_ivf_job;
+
+static inline const float *
+gi_host_ivf_query(const gi_host_ivf_job *job, uint32_t q, double *qnorm2)
+{
+	const float *qv = job->queries + (size_t) q * job->dim;
+
+	*qnorm2 = job->metric == GI_METRIC_COSINE ? gi_host_norm2(qv, job->dim) : 0.0;
+	return qv;
+}
+
+/* the probes lists with the nearest centroids into lists (cap probes) */
+static void
+gi_host_ivf_rank_lists(const gi_host_ivf_job *job, const float *qv, double qnorm2,
+					   gi_host_topk *lists)
+{
+	uint32_t	l;
+
+	lists->n = 0;
+	for (l = 0; l < job->nlists; l++)
+	{
+		double		d = gi_host_vec_distance(job->metric, job->dim, qv, qnorm2,
+											 job->centroids + (size_t) l * job->dim);
+
+		gi_host_topk_push(lists, isnan(d) ? INFINITY : d, l);
+	}
+}
+
+/* every live record of one list into best */
+static void
+gi_host_ivf_scan_list(const gi_host_ivf_job *job, const float *qv, double qnorm2,
+					  uint32_t list, gi_host_topk *best)
+{
+	uint32_t	slab = gi_host_store_list_head(job->store, list);
+	gi_host_slab_view view;
+
+	while (slab != GI_NIL && gi_host_store_slab(job->store, slab, &view))
+	{
+		uint32_t	bits = view.bitmap;
+
+		if (view.count < GI_HOST_SPARSE_SLAB)
+		{
+			while (bits)
+			{
+				uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+				double		d = gi_host_slot_distance(job->metric, job->dim, qv, qnorm2,
+													  view.payload, slot);
+
+				bits &= bits - 1;
+				gi_host_topk_push(best, gi_host_rank_value(d), view.keys[slot]);
+			}
+		}
+		else
+		{
+			double		d[GI_SLAB_RECORDS];
+
+			gi_host_slab_distances(job->metric, job->dim, qv, qnorm2,
+								   view.payload, d);
+			while (bits)
+			{
+				uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+
+				bits &= bits - 1;
+				gi_host_topk_push(best, gi_host_rank_value(d[slot]), view.keys[slot]);
+			}
+		}
+		slab = view.next;
+	}
+}
+
+/* query q's answer from its heap of candidates */
+static void
+gi_host_ivf_emit(const gi_host_ivf_job *job, uint32_t q, gi_host_topk *best)
+{
+	gi_hit	   *out = job->hits + (size_t) q * job->k;
+	uint32_t	r;
+
+	gi_host_topk_sort(best);
+	for (r = 0; r < best->n; r++)
+	{
+		out[r].key = best->v[r].id;
+		out[r].distance = (float) best->v[r].dist;
+		out[r].pad = 0;
+	}
+	for (; r < job->k; r++)
+	{
+		out[r].key = 0;
+		out[r].distance = INFINITY;
+		out[r].pad = 0;
+	}
+	job->found[q] = best->n;
+}
+
+/* task: queries [task * qchunk, ...) whole */
+static gi_status
+gi_host_ivf_query_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const gi_host_ivf_job *job = arg;
+	uint32_t	first = task * job->qchunk;
+	uint32_t	end = job->nq - first < job->qchunk ? job->nq : first + job->qchunk;
+	gi_host_topk best;
+	gi_host_topk lists;
+	uint32_t	q;
+
+	best.v = job->wbest + (size_t) worker * (job->cap > 0 ? job->cap : 1);
+	best.cap = job->cap;
+	lists.v = job->wlists + (size_t) worker * job->probes;
+	lists.cap = job->probes;
+	for (q = first; q < end; q++)
+	{
+		double		qnorm2;
+		const float *qv = gi_host_ivf_query(job, q, &qnorm2);
+		uint32_t	p;
+
+		gi_host_ivf_rank_lists(job, qv, qnorm2, &lists);
+		best.n = 0;
+		for (p = 0; p < lists.n; p++)
+			gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists.v[p].id, &best);
+		gi_host_ivf_emit(job, q, &best);
+	}
+	return GI_OK;
+}
+
+/* task: the lists query `task` probes */
+static gi_status
+gi_host_ivf_rank_task(void *arg, uint32_t task, uint32_t worker)
+{
+	gi_host_ivf_job *job = arg;
+	double		qnorm2;
+	const float *qv = gi_host_ivf_query(job, task, &qnorm2);
+	gi_host_topk lists;
+
+	(void) worker;
+	lists.v = job->qlists + (size_t) task * job->probes;
+	lists.cap = job->probes;
+	gi_host_ivf_rank_lists(job, qv, qnorm2, &lists);
+	job->nqlists[task] = lists.n;
+	return GI_OK;
+}
+
+/* task: one part of one query's lists (every parts-th, from the part's number) */
+static gi_status
+gi_host_ivf_part_task(void *arg, uint32_t task, uint32_t worker)
+{
+	gi_host_ivf_job *job = arg;
+	uint32_t	q = task / job->parts;
+	double		qnorm2;
+	const float *qv = gi_host_ivf_query(job, q, &qnorm2);
+	const gi_host_cand *lists = job->qlists + (size_t) q * job->probes;
+	gi_host_topk best;
+	uint32_t	p;
+
+	(void) worker;
+	best.v = job->pbest + (size_t) task * job->cap;
+	best.cap = job->cap;
+	best.n = 0;
+	for (p = task % job->parts; p < job->nqlists[q]; p += job->parts)
+		gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists[p].id, &best);
+	job->npbest[task] = best.n;
+	return GI_OK;
+}
+
+/*
+ * Each query's lists split into job->parts parts: rank, scan the parts,
+ * then merge.  The k best of the parts' k best are the k best of all
+ * records under the (distance, key) order, so the answer is the one a
+ * single scan gives.
+ */
+static gi_status
+gi_host_ivf_search_parts(gi_host_ivf_job *job, uint32_t workers)
+{
+	gi_status	st;
+	uint32_t	q;
+
+	st = gi_host_pool_run(job->nq, workers, gi_host_ivf_rank_task, job);
+	if (st == GI_OK)
+		st = gi_host_pool_run(job->nq * job->parts, workers, gi_host_ivf_part_task, job);
+	if (st != GI_OK)
+		return st;
+	for (q = 0; q < job->nq; q++)
+	{
+		gi_host_topk best;
+		uint32_t	p;
+
+		best.v = job->wbest;
+		best.cap = job->cap;
+		best.n = 0;
+		for (p = 0; p < job->parts; p++)
+		{
+			const gi_host_cand *c = job->pbest + ((size_t) q * job->parts + p) * job->cap;
+			uint32_t	i;
+
+			for (i = 0; i < job->npbest[(size_t) q * job->parts + p]; i++)
+				gi_host_topk_push(&best, c[i].dist, c[i].id);
+		}
+		gi_host_ivf_emit(job, q, &best);
+	}
+	return GI_OK;
+}
+
 gi_status
 gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 				   gi_metric metric, uint32_t nq, const float *queries,
@@ -177,9 +417,12 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 {
 	const gi_store_params *params;
 	gi_store_stats stats;
-	gi_host_topk best;
-	gi_host_topk lists;
-	uint32_t	cap;
+	gi_host_ivf_job job;
+	uint32_t	workers;
+	uint64_t	work;
+	size_t		cap1;
+	size_t		per_worker;
+	gi_status	st;
 	uint32_t	q;
 
 	if (store == NULL)
@@ -222,104 +465,122 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 	if (probes > params->nlists)
 		probes = params->nlists;
 
+	memset(&job, 0, sizeof(job));
+	job.store = store;
+	job.centroids = centroids;
+	job.nlists = params->nlists;
+	job.dim = dim;
+	job.metric = metric;
+	job.queries = queries;
+	job.probes = probes;
+	job.k = k;
+	job.hits = hits;
+	job.found = found;
+	job.nq = nq;
+
 	/* never more candidates than records: k may be huge */
 	gi_host_backend()->store_stats(store, &stats);
-	cap = stats.rows < k ? (uint32_t) stats.rows : k;
+	job.cap = stats.rows < k ? (uint32_t) stats.rows : k;
+	cap1 = job.cap > 0 ? job.cap : 1;
 
-	best.n = 0;
-	best.cap = cap;
-	best.v = malloc(sizeof(gi_host_cand) * (cap > 0 ? cap : 1));
-	lists.n = 0;
-	lists.cap = probes;
-	lists.v = malloc(sizeof(gi_host_cand) * probes);
-	if (best.v == NULL || lists.v == NULL)
+	/* threads: for enough work, and as many as their scratch allows */
+	work = ((uint64_t) params->nlists + stats.rows * probes / params->nlists) * dim;
+	workers = gi_host_pool_worth(work * nq) ? gi_host_pool_threads() : 1;
+	per_worker = (cap1 + probes) * sizeof(gi_host_cand);
+	if (workers > 1 && GI_HOST_POOL_SCRATCH / per_worker + 1 < workers)
+		workers = (uint32_t) (GI_HOST_POOL_SCRATCH / per_worker + 1);
+
+	if (workers > 1 && nq < workers && probes > 1 && job.cap <= GI_HOST_SPLIT_MAX_CAP)
 	{
-		free(best.v);
-		free(lists.v);
-		gi_host_set_error("ivf_search: out of memory for %u candidates", cap);
-		return GI_ERR_NOMEM;
-	}
+		uint32_t	parts = (4 * workers + nq - 1) / nq;
 
-	for (q = 0; q < nq; q++)
-	{
-		const float *qv = queries + (size_t) q * dim;
-		double		qnorm2 = metric == GI_METRIC_COSINE ? gi_host_norm2(qv, dim) : 0.0;
-		gi_hit	   *out = hits + (size_t) q * k;
-		uint32_t	l;
-		uint32_t	p;
-		uint32_t	r;
-
-		/* the probes nearest centroids */
-		lists.n = 0;
-		for (l = 0; l < params->nlists; l++)
+		job.parts = parts < probes ? parts : probes;
+		job.wbest = malloc(sizeof(gi_host_cand) * cap1);
+		job.qlists = malloc(sizeof(gi_host_cand) * nq * probes);
+		job.nqlists = malloc(sizeof(uint32_t) * nq);
+		job.pbest = malloc(sizeof(gi_host_cand) * cap1 * nq * job.parts);
+		job.npbest = malloc(sizeof(uint32_t) * nq * job.parts);
+		if (job.wbest == NULL || job.qlists == NULL || job.nqlists == NULL ||
+			job.pbest == NULL || job.npbest == NULL)
 		{
-			double		d = gi_host_vec_distance(metric, dim, qv, qnorm2,
-												 centroids + (size_t) l * dim);
-
-			gi_host_topk_push(&lists, isnan(d) ? INFINITY : d, l);
+			gi_host_set_error("ivf_search: out of memory for %u candidates", job.cap);
+			st = GI_ERR_NOMEM;
 		}
-
-		/* scan them */
-		best.n = 0;
-		for (p = 0; p < lists.n; p++)
+		else
+			st = gi_host_ivf_search_parts(&job, workers);
+	}
+	else
+	{
+		/* whole queries a task, a few tasks a worker so that they even out */
+		job.qchunk = workers > 1 ? nq / (4 * workers) : nq;
+		if (job.qchunk == 0)
+			job.qchunk = 1;
+		job.wbest = malloc(sizeof(gi_host_cand) * cap1 * workers);
+		job.wlists = malloc(sizeof(gi_host_cand) * probes * workers);
+		if (job.wbest == NULL || job.wlists == NULL)
 		{
-			uint32_t	slab = gi_host_store_list_head(store, (uint32_t) lists.v[p].id);
-			gi_host_slab_view view;
+			gi_host_set_error("ivf_search: out of memory for %u candidates", job.cap);
+			st = GI_ERR_NOMEM;
+		}
+		else
+			st = gi_host_pool_run((nq + job.qchunk - 1) / job.qchunk, workers,
+								  gi_host_ivf_query_task, &job);
+	}
+	free(job.wbest);
+	free(job.wlists);
+	free(job.qlists);
+	free(job.nqlists);
+	free(job.pbest);
+	free(job.npbest);
+	return st;
+}
 
-			while (slab != GI_NIL && gi_host_store_slab(store, slab, &view))
+/* what the tasks of one kmeans_assign share */
+typedef struct gi_host_assign_job
+{
+	uint32_t	nlists;
+	uint32_t	dim;
+	gi_metric	metric;
+	const float *centroids;
+	uint32_t	n;
+	const float *vectors;
+	uint32_t   *lists;
+} gi_host_assign_job;
+
+#define GI_HOST_ASSIGN_CHUNK 256
+
+/* task: the nearest list of vectors [task * GI_HOST_ASSIGN_CHUNK, ...) */
+static gi_status
+gi_host_assign_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const gi_host_assign_job *job = arg;
+	uint32_t	i = task * GI_HOST_ASSIGN_CHUNK;
+	uint32_t	end = job->n - i < GI_HOST_ASSIGN_CHUNK ? job->n : i + GI_HOST_ASSIGN_CHUNK;
+
+	(void) worker;
+	for (; i < end; i++)
+	{
+		const float *x = job->vectors + (size_t) i * job->dim;
+		double		xnorm2 = job->metric == GI_METRIC_COSINE ? gi_host_norm2(x, job->dim) : 0.0;
+		double		best = INFINITY;
+		uint32_t	bestl = 0;
+		uint32_t	l;
+
+		for (l = 0; l < job->nlists; l++)
+		{
+			double		d = gi_host_vec_distance(job->metric, job->dim, x, xnorm2,
+												 job->centroids + (size_t) l * job->dim);
+
+			if (isnan(d))
+				d = INFINITY;
+			if (d < best)
 			{
-				uint32_t	bits = view.bitmap;
-
-				if (view.count < GI_HOST_SPARSE_SLAB)
-				{
-					while (bits)
-					{
-						uint32_t	slot = (uint32_t) __builtin_ctz(bits);
-						double		d = gi_host_slot_distance(metric, dim, qv, qnorm2,
-															  view.payload, slot);
-
-						bits &= bits - 1;
-						gi_host_topk_push(&best, gi_host_rank_value(d),
-										  view.keys[slot]);
-					}
-				}
-				else
-				{
-					double		d[GI_SLAB_RECORDS];
-
-					gi_host_slab_distances(metric, dim, qv, qnorm2,
-										   view.payload, d);
-					while (bits)
-					{
-						uint32_t	slot = (uint32_t) __builtin_ctz(bits);
-
-						bits &= bits - 1;
-						gi_host_topk_push(&best, gi_host_rank_value(d[slot]),
-										  view.keys[slot]);
-					}
-				}
-				slab = view.next;
+				best = d;
+				bestl = l;
 			}
 		}
-
-		gi_host_topk_sort(&best);
-		for (r = 0; r < best.n; r++)
-		{
-			out[r].key = best.v[r].id;
-			out[r].distance = (float) best.v[r].dist;
-			out[r].pad = 0;
-		}
-		for (; r < k; r++)
-		{
-			out[r].key = 0;
-			out[r].distance = INFINITY;
-			out[r].pad = 0;
-		}
-		found[q] = best.n;
+		job->lists[i] = bestl;
 	}
-
-	free(best.v);
-	free(lists.v);
 	return GI_OK;
 }
 
@@ -335,7 +596,8 @@ gi_host_kmeans_assign(gi_device *device, uint32_t nlists, uint32_t dim,
 					  gi_metric metric, const float *centroids, uint32_t n,
 					  const float *vectors, uint32_t *lists)
 {
-	uint32_t	i;
+	gi_host_assign_job job;
+	uint32_t	workers;
 
 	(void) device;
 	if (nlists == 0 || dim == 0 || (n > 0 && (centroids == NULL || vectors == NULL ||
@@ -345,30 +607,17 @@ gi_host_kmeans_assign(gi_device *device, uint32_t nlists, uint32_t dim,
 		gi_host_set_error("kmeans_assign: invalid arguments");
 		return GI_ERR_INVALID;
 	}
-	for (i = 0; i < n; i++)
-	{
-		const float *x = vectors + (size_t) i * dim;
-		double		xnorm2 = metric == GI_METRIC_COSINE ? gi_host_norm2(x, dim) : 0.0;
-		double		best = INFINITY;
-		uint32_t	bestl = 0;
-		uint32_t	l;
-
-		for (l = 0; l < nlists; l++)
-		{
-			double		d = gi_host_vec_distance(metric, dim, x, xnorm2,
-												 centroids + (size_t) l * dim);
-
-			if (isnan(d))
-				d = INFINITY;
-			if (d < best)
-			{
-				best = d;
-				bestl = l;
-			}
-		}
-		lists[i] = bestl;
-	}
-	return GI_OK;
+	job.nlists = nlists;
+	job.dim = dim;
+	job.metric = metric;
+	job.centroids = centroids;
+	job.n = n;
+	job.vectors = vectors;
+	job.lists = lists;
+	workers = gi_host_pool_worth((uint64_t) n * nlists * dim) ? gi_host_pool_threads() : 1;
+	return gi_host_pool_run((uint32_t) (((uint64_t) n + GI_HOST_ASSIGN_CHUNK - 1) /
+										GI_HOST_ASSIGN_CHUNK),
+							workers, gi_host_assign_task, &job);
 }
 
 /* ---- the IVF kind: state kept with the store, search with it ------------ */

@@ -24,15 +24,44 @@
  * Plain C and allocation-free: the caller passes a workspace of
  * gi_host_kmeans_workspace() bytes and a check callback that is called
  * regularly and may leave by longjmp (the server's CHECK_FOR_INTERRUPTS),
- * so nothing leaks when a build is cancelled.
+ * so nothing leaks when a build is cancelled.  The distance loops run on
+ * the host backend's threads (host_pool.h, started once per process),
+ * with results that do not depend on how many there are.
  */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "gi_kmeans.h"
+#include "host_pool.h"
 #include "host_store.h"
 
+/*
+ * Squared L2 in float with four partial sums, in the lanes of one vector
+ * where the compiler has vector types (the same sums, see gi_km_dot).
+ */
+#ifdef GI_KM_VECTORS
+static inline float
+gi_km_l2sq(const float *a, const float *b, uint32_t dim)
+{
+	gi_km_v4sf	s = {0, 0, 0, 0};
+	uint32_t	i = 0;
+
+	for (; i + 4 <= dim; i += 4)
+	{
+		gi_km_v4sf	d = gi_km_load4(a + i) - gi_km_load4(b + i);
+
+		s += d * d;
+	}
+	for (; i < dim; i++)
+	{
+		float		d = a[i] - b[i];
+
+		s[0] += d * d;
+	}
+	return (s[0] + s[1]) + (s[2] + s[3]);
+}
+#else
 static inline float
 gi_km_l2sq(const float *a, const float *b, uint32_t dim)
 {
@@ -62,6 +91,7 @@ gi_km_l2sq(const float *a, const float *b, uint32_t dim)
 	}
 	return (s0 + s1) + (s2 + s3);
 }
+#endif
 
 /* the "distance" k-means minimises for a sample and a centroid */
 static inline float
@@ -96,6 +126,86 @@ gi_km_nearest(bool spherical, const float *x, const float *centroids,
 
 #define GI_KM_ALIGN(x) (((x) + 15) & ~(size_t) 15)
 
+/* samples a task takes: the assignment, the seeding distances */
+#define GI_KM_CHUNK 256
+
+/* samples assigned between two checks, per thread */
+#define GI_KM_CHECK_EVERY 1024
+
+/* tasks of one block at most */
+#define GI_KM_BLOCK_TASKS (GI_KM_CHECK_EVERY / GI_KM_CHUNK * GI_HOST_POOL_MAX)
+
+/* what the tasks of one training share */
+typedef struct gi_km_job
+{
+	bool		spherical;
+	uint32_t	dim;
+	uint32_t	n;
+	uint32_t	k;
+	const float *samples;
+	const float *centroids;
+	float	   *mind;
+	uint32_t   *assign;
+	uint32_t	first;			/* the block's first sample */
+	uint32_t	end;			/* and the sample after its last */
+	const float *newc;			/* seeding: the centre just picked */
+	bool		fresh;			/* the first Lloyd iteration */
+	bool		changed[GI_KM_BLOCK_TASKS]; /* a task's assignments changed */
+} gi_km_job;
+
+/* task: distances of a chunk of samples to the new centre, kept if nearer */
+static gi_status
+gi_km_seed_task(void *arg, uint32_t task, uint32_t worker)
+{
+	gi_km_job  *job = arg;
+	uint32_t	i = task * GI_KM_CHUNK;
+	uint32_t	end = job->n - i < GI_KM_CHUNK ? job->n : i + GI_KM_CHUNK;
+
+	(void) worker;
+	for (; i < end; i++)
+	{
+		float		d = gi_km_distance(job->spherical, job->samples + (size_t) i * job->dim,
+									   job->newc, job->dim);
+
+		if (job->fresh || d < job->mind[i])
+			job->mind[i] = d;
+	}
+	return GI_OK;
+}
+
+/* task: the nearest centre of a chunk of the block's samples */
+static gi_status
+gi_km_assign_task(void *arg, uint32_t task, uint32_t worker)
+{
+	gi_km_job  *job = arg;
+	uint32_t	i = job->first + task * GI_KM_CHUNK;
+	uint32_t	end = job->end - i < GI_KM_CHUNK ? job->end : i + GI_KM_CHUNK;
+	bool		changed = false;
+
+	(void) worker;
+	for (; i < end; i++)
+	{
+		uint32_t	a = gi_km_nearest(job->spherical, job->samples + (size_t) i * job->dim,
+									  job->centroids, job->k, job->dim);
+
+		if (job->fresh || job->assign[i] != a)
+			changed = true;
+		job->assign[i] = a;
+	}
+	job->changed[task] = changed;
+	return GI_OK;
+}
+
+/* the seeding's distances to the centre newc, on the threads */
+static void
+gi_km_seed_distances(gi_km_job *job, uint32_t workers, const float *newc, bool fresh)
+{
+	job->newc = newc;
+	job->fresh = fresh;
+	(void) gi_host_pool_run((job->n + GI_KM_CHUNK - 1) / GI_KM_CHUNK, workers,
+							gi_km_seed_task, job);
+}
+
 size_t
 gi_host_kmeans_workspace(uint32_t n, uint32_t dim, uint32_t nlists)
 {
@@ -107,6 +217,14 @@ gi_host_kmeans_workspace(uint32_t n, uint32_t dim, uint32_t nlists)
 		GI_KM_ALIGN(k * sizeof(uint32_t)) + 16;	/* counts */
 }
 
+/*
+ * The distance loops (seeding, assignment) run on the host backend's
+ * threads, a sample's result written by one task only, so the result does
+ * not depend on how many there are; the sums stay on the calling thread in
+ * sample order.  check and keep_going run on the calling thread between two
+ * calls of the threads, never inside one, so a check that leaves by
+ * longjmp leaves no thread working on the workspace.
+ */
 uint32_t
 gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *samples,
 					 float *centroids, void *workspace,
@@ -115,6 +233,8 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 	const uint32_t dim = p->dim;
 	bool		spherical = (p->metric != GI_METRIC_L2);
 	gi_prng		prng;
+	gi_km_job	job;
+	uint32_t	workers;
 	uint32_t	n;
 	uint32_t	k;
 	char	   *ws;
@@ -141,13 +261,23 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 	ws += GI_KM_ALIGN((size_t) nsamples * sizeof(uint32_t));
 	counts = (uint32_t *) ws;
 
+	memset(&job, 0, sizeof(job));
+	job.spherical = spherical;
+	job.dim = dim;
+	job.n = n;
+	job.k = k;
+	job.samples = samples;
+	job.centroids = centroids;
+	job.mind = mind;
+	job.assign = assign;
+	workers = gi_host_pool_worth((uint64_t) n * dim) ? gi_host_pool_threads() : 1;
+
 	gi_prng_seed(&prng, p->seed);
 
 	/* k-means++: first centre uniform, then proportional to D^2 */
 	memcpy(centroids, samples + (size_t) gi_prng_u64_range(&prng, 0, n - 1) * dim,
 		   dim * sizeof(float));
-	for (i = 0; i < n; i++)
-		mind[i] = gi_km_distance(spherical, samples + (size_t) i * dim, centroids, dim);
+	gi_km_seed_distances(&job, workers, centroids, true);
 	for (c = 1; c < k; c++)
 	{
 		double		total = 0.0;
@@ -180,34 +310,33 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 			pick = (uint32_t) gi_prng_u64_range(&prng, 0, n - 1);
 		}
 		memcpy(newc, samples + (size_t) pick * dim, dim * sizeof(float));
-		for (i = 0; i < n; i++)
-		{
-			float		d = gi_km_distance(spherical, samples + (size_t) i * dim, newc, dim);
-
-			if (d < mind[i])
-				mind[i] = d;
-		}
+		gi_km_seed_distances(&job, workers, newc, false);
 	}
 
-	/* Lloyd iterations */
+	/* Lloyd iterations; the assignment a block of samples at a time */
+	workers = gi_host_pool_worth((uint64_t) n * k * dim) ? gi_host_pool_threads() : 1;
 	for (it = 0; it < p->iterations; it++)
 	{
+		uint32_t	block = GI_KM_CHECK_EVERY * workers;
 		bool		changed = false;
 
 		if (p->keep_going && !p->keep_going(p->keep_going_arg))
 			return 0;
-		for (i = 0; i < n; i++)
+		job.fresh = (it == 0);
+		for (job.first = 0; job.first < n; job.first = job.end)
 		{
-			uint32_t	a = gi_km_nearest(spherical, samples + (size_t) i * dim,
-										  centroids, k, dim);
+			uint32_t	ntasks;
+			uint32_t	t;
 
-			if (it == 0 || assign[i] != a)
-				changed = true;
-			assign[i] = a;
-			if ((i & 1023) == 0 && check)
+			if (check)
 				check(arg);
-			if ((i & 1023) == 0 && p->keep_going && !p->keep_going(p->keep_going_arg))
+			if (p->keep_going && !p->keep_going(p->keep_going_arg))
 				return 0;
+			job.end = n - job.first < block ? n : job.first + block;
+			ntasks = (job.end - job.first + GI_KM_CHUNK - 1) / GI_KM_CHUNK;
+			(void) gi_host_pool_run(ntasks, workers, gi_km_assign_task, &job);
+			for (t = 0; t < ntasks; t++)
+				changed |= job.changed[t];
 		}
 		if (!changed)
 			break;

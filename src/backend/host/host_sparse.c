@@ -10,24 +10,34 @@
  * ordinal tells which accumulators this query touched, so nothing is
  * cleared between queries.  The touched documents then go through the
  * bounded top-k heap by (float distance, key).  Scores follow
- * gi_kind_sparse.h.
+ * gi_kind_sparse.h.  The queries of a call are shared out between the host
+ * backend's threads, each with scratch of its own (kept with the store),
+ * and every query's answer is computed by one of them alone.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gi_kind_sparse.h"
+#include "host_pool.h"
 #include "host_store.h"
 #include "host_topk.h"
 
-/* the kind's state with a store: its dimension and the scoring scratch */
-typedef struct gi_host_sparse
+/* scratch of one thread scoring queries */
+typedef struct gi_host_sparse_scratch
 {
-	gi_sparse_state st;
-	uint32_t	cap;			/* ordinals the scratch holds */
+	uint32_t	cap;			/* ordinals it holds */
 	uint32_t	epoch;			/* stamp of the current query */
 	double	   *acc;			/* [cap] score so far */
 	uint32_t   *stamp;			/* [cap] query that last touched it */
 	uint32_t   *touched;		/* [cap] ordinals touched by this query */
+} gi_host_sparse_scratch;
+
+/* the kind's state with a store: its dimension, bounds, scratch per thread */
+typedef struct gi_host_sparse
+{
+	gi_sparse_state st;
+	uint32_t	nscratch;
+	gi_host_sparse_scratch *scratch;	/* [nscratch] */
 	float	   *bound;			/* [dim] list bounds (gi_kind_sparse.h) */
 } gi_host_sparse;
 
@@ -35,10 +45,15 @@ static void
 gi_host_sparse_free(void *p)
 {
 	gi_host_sparse *hs = p;
+	uint32_t	w;
 
-	free(hs->acc);
-	free(hs->stamp);
-	free(hs->touched);
+	for (w = 0; w < hs->nscratch; w++)
+	{
+		free(hs->scratch[w].acc);
+		free(hs->scratch[w].stamp);
+		free(hs->scratch[w].touched);
+	}
+	free(hs->scratch);
 	free(hs->bound);
 	free(hs);
 }
@@ -78,31 +93,65 @@ gi_host_sparse_set_state(gi_store *store, const void *state, size_t bytes)
 
 /* room for every ordinal the store has handed out */
 static gi_status
-gi_host_sparse_reserve(gi_host_sparse *hs, uint32_t n)
+gi_host_sparse_reserve(gi_host_sparse_scratch *sc, uint32_t n)
 {
 	double	   *acc;
 	uint32_t   *stamp;
 	uint32_t   *touched;
 
-	if (n <= hs->cap)
+	if (n <= sc->cap)
 		return GI_OK;
-	acc = realloc(hs->acc, (size_t) n * sizeof(double));
+	acc = realloc(sc->acc, (size_t) n * sizeof(double));
 	if (acc != NULL)
-		hs->acc = acc;
-	stamp = realloc(hs->stamp, (size_t) n * sizeof(uint32_t));
+		sc->acc = acc;
+	stamp = realloc(sc->stamp, (size_t) n * sizeof(uint32_t));
 	if (stamp != NULL)
-		hs->stamp = stamp;
-	touched = realloc(hs->touched, (size_t) n * sizeof(uint32_t));
+		sc->stamp = stamp;
+	touched = realloc(sc->touched, (size_t) n * sizeof(uint32_t));
 	if (touched != NULL)
-		hs->touched = touched;
+		sc->touched = touched;
 	if (acc == NULL || stamp == NULL || touched == NULL)
 	{
 		gi_host_set_error("sparse search: out of memory for %u accumulators", n);
 		return GI_ERR_NOMEM;
 	}
-	memset(hs->stamp + hs->cap, 0, (size_t) (n - hs->cap) * sizeof(uint32_t));
-	hs->cap = n;
+	memset(sc->stamp + sc->cap, 0, (size_t) (n - sc->cap) * sizeof(uint32_t));
+	sc->cap = n;
 	return GI_OK;
+}
+
+/*
+ * Scratch for up to `workers` threads, each with room for n ordinals;
+ * returns how many have it (at least 1, or 0 on failure).  Threads beyond
+ * the first are given up rather than fail the search.
+ */
+static uint32_t
+gi_host_sparse_scratch_for(gi_host_sparse *hs, uint32_t workers, uint32_t n)
+{
+	uint32_t	w;
+
+	if (workers > hs->nscratch)
+	{
+		gi_host_sparse_scratch *more = realloc(hs->scratch,
+											   sizeof(gi_host_sparse_scratch) * workers);
+
+		if (more != NULL)
+		{
+			memset(more + hs->nscratch, 0,
+				   sizeof(gi_host_sparse_scratch) * (workers - hs->nscratch));
+			hs->scratch = more;
+			hs->nscratch = workers;
+		}
+		else if (hs->nscratch == 0)
+		{
+			gi_host_set_error("sparse search: out of memory");
+			return 0;
+		}
+	}
+	for (w = 0; w < workers && w < hs->nscratch; w++)
+		if (gi_host_sparse_reserve(&hs->scratch[w], n) != GI_OK)
+			break;
+	return w;
 }
 
 /*
@@ -147,18 +196,18 @@ gi_host_sparse_parse(const void *queries, size_t bytes, uint32_t nq,
 	return GI_OK;
 }
 
-/* score one query into hs->acc; returns how many documents it touched */
+/* score one query into sc->acc; returns how many documents it touched */
 static uint32_t
-gi_host_sparse_score(gi_store *store, gi_host_sparse *hs, uint32_t nnz,
+gi_host_sparse_score(gi_store *store, gi_host_sparse_scratch *sc, uint32_t nnz,
 					 const uint32_t *terms, const float *weights)
 {
 	uint32_t	ntouched = 0;
 	uint32_t	i;
 
-	if (++hs->epoch == 0)
+	if (++sc->epoch == 0)
 	{
-		memset(hs->stamp, 0, (size_t) hs->cap * sizeof(uint32_t));
-		hs->epoch = 1;
+		memset(sc->stamp, 0, (size_t) sc->cap * sizeof(uint32_t));
+		sc->epoch = 1;
 	}
 	for (i = 0; i < nnz; i++)
 	{
@@ -178,18 +227,91 @@ gi_host_sparse_score(gi_store *store, gi_host_sparse *hs, uint32_t nnz,
 
 				bits &= bits - 1;
 				memcpy(&w, &v.payload[slot], sizeof(float));
-				if (hs->stamp[kid] != hs->epoch)
+				if (sc->stamp[kid] != sc->epoch)
 				{
-					hs->stamp[kid] = hs->epoch;
-					hs->acc[kid] = 0.0;
-					hs->touched[ntouched++] = kid;
+					sc->stamp[kid] = sc->epoch;
+					sc->acc[kid] = 0.0;
+					sc->touched[ntouched++] = kid;
 				}
-				hs->acc[kid] += qw * (double) w;
+				sc->acc[kid] += qw * (double) w;
 			}
 			slab = v.next;
 		}
 	}
 	return ntouched;
+}
+
+/* what the tasks of one search share */
+typedef struct gi_host_sparse_job
+{
+	gi_store   *store;
+	gi_host_sparse *hs;
+	const unsigned char *queries;
+	const size_t *off;			/* [nq] where each query starts */
+	uint32_t	nq;
+	uint32_t	qchunk;			/* queries a task */
+	uint32_t	k;
+	uint32_t	bestcap;		/* heap room a worker */
+	gi_host_cand *best;			/* [workers][bestcap] */
+	gi_hit	   *hits;
+	uint32_t   *found;
+} gi_host_sparse_job;
+
+/* task: queries [task * qchunk, ...) */
+static gi_status
+gi_host_sparse_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const gi_host_sparse_job *job = arg;
+	gi_host_sparse_scratch *sc = &job->hs->scratch[worker];
+	uint32_t	first = task * job->qchunk;
+	uint32_t	end = job->nq - first < job->qchunk ? job->nq : first + job->qchunk;
+	gi_host_topk best;
+	uint32_t	q;
+
+	best.v = job->best + (size_t) worker * job->bestcap;
+	for (q = first; q < end; q++)
+	{
+		const unsigned char *qp = job->queries + job->off[q];
+		uint32_t	nnz;
+		const uint32_t *terms;
+		const float *weights;
+		uint32_t	ntouched;
+		uint32_t	i;
+
+		memcpy(&nnz, qp, sizeof(uint32_t));
+		terms = (const uint32_t *) (qp + sizeof(uint32_t));
+		weights = (const float *) (terms + nnz);
+		ntouched = gi_host_sparse_score(job->store, sc, nnz, terms, weights);
+
+		best.n = 0;
+		best.cap = job->k < ntouched ? job->k : ntouched;
+		for (i = 0; i < ntouched; i++)
+		{
+			uint32_t	kid = sc->touched[i];
+
+			gi_host_topk_push(&best, (double) (float) -sc->acc[kid],
+							  gi_host_store_kid_key(job->store, kid));
+		}
+		gi_host_topk_sort(&best);
+		for (i = 0; i < job->k; i++)
+		{
+			gi_hit	   *h = &job->hits[(size_t) q * job->k + i];
+
+			h->pad = 0;
+			if (i < best.n)
+			{
+				h->key = best.v[i].id;
+				h->distance = (float) best.v[i].dist;
+			}
+			else
+			{
+				h->key = 0;
+				h->distance = __builtin_inff();
+			}
+		}
+		job->found[q] = best.n;
+	}
+	return GI_OK;
 }
 
 static gi_status
@@ -199,10 +321,13 @@ gi_host_sparse_search(gi_store *store, const void *params, uint32_t nq,
 {
 	const gi_sparse_search_params *p = params;
 	gi_host_sparse *hs;
-	gi_host_topk best;
+	gi_host_sparse_job job;
+	gi_store_stats stats;
 	size_t	   *off;
 	gi_status	st;
-	uint32_t	q;
+	uint32_t	kids;
+	uint32_t	workers;
+	size_t		per_worker;
 
 	if (store == NULL || p == NULL)
 	{
@@ -235,66 +360,58 @@ gi_host_sparse_search(gi_store *store, const void *params, uint32_t nq,
 		return GI_ERR_NOMEM;
 	}
 	st = gi_host_sparse_parse(queries, query_bytes, nq, hs->st.dim, off);
-	if (st == GI_OK)
-		st = gi_host_sparse_reserve(hs, gi_host_store_key_ids(store));
 	if (st != GI_OK)
 	{
 		free(off);
 		return st;
 	}
-	best.v = malloc(sizeof(gi_host_cand) * ((size_t) (k < hs->cap ? k : hs->cap) + 1));
-	if (best.v == NULL)
+
+	/*
+	 * Threads: for enough work (about a query's weight pairs times a list's
+	 * mean length), and as many as their scratch allows.
+	 */
+	kids = gi_host_store_key_ids(store);
+	gi_host_backend()->store_stats(store, &stats);
+	per_worker = (size_t) kids * (sizeof(double) + 2 * sizeof(uint32_t)) + 1;
+	workers = nq > 1 &&
+		gi_host_pool_worth(query_bytes / 8 * (stats.rows / hs->st.dim + 1)) ?
+		gi_host_pool_threads() : 1;
+	if (workers > nq)
+		workers = nq;
+	if (workers > 1 && GI_HOST_POOL_SCRATCH / per_worker + 1 < workers)
+		workers = (uint32_t) (GI_HOST_POOL_SCRATCH / per_worker + 1);
+	workers = gi_host_sparse_scratch_for(hs, workers, kids);
+	if (workers == 0)
+	{
+		free(off);
+		return GI_ERR_NOMEM;
+	}
+
+	memset(&job, 0, sizeof(job));
+	job.store = store;
+	job.hs = hs;
+	job.queries = queries;
+	job.off = off;
+	job.nq = nq;
+	job.qchunk = workers > 1 ? nq / (4 * workers) : nq;
+	if (job.qchunk == 0)
+		job.qchunk = 1;
+	job.k = k;
+	job.bestcap = (k < kids ? k : kids) + 1;
+	job.hits = hits;
+	job.found = found;
+	job.best = malloc(sizeof(gi_host_cand) * job.bestcap * workers);
+	if (job.best == NULL)
 	{
 		free(off);
 		gi_host_set_error("sparse search: out of memory for %u hits", k);
 		return GI_ERR_NOMEM;
 	}
-
-	for (q = 0; q < nq; q++)
-	{
-		const unsigned char *qp = (const unsigned char *) queries + off[q];
-		uint32_t	nnz;
-		const uint32_t *terms;
-		const float *weights;
-		uint32_t	ntouched;
-		uint32_t	i;
-
-		memcpy(&nnz, qp, sizeof(uint32_t));
-		terms = (const uint32_t *) (qp + sizeof(uint32_t));
-		weights = (const float *) (terms + nnz);
-		ntouched = gi_host_sparse_score(store, hs, nnz, terms, weights);
-
-		best.n = 0;
-		best.cap = k < ntouched ? k : ntouched;
-		for (i = 0; i < ntouched; i++)
-		{
-			uint32_t	kid = hs->touched[i];
-
-			gi_host_topk_push(&best, (double) (float) -hs->acc[kid],
-							  gi_host_store_kid_key(store, kid));
-		}
-		gi_host_topk_sort(&best);
-		for (i = 0; i < k; i++)
-		{
-			gi_hit	   *h = &hits[(size_t) q * k + i];
-
-			h->pad = 0;
-			if (i < best.n)
-			{
-				h->key = best.v[i].id;
-				h->distance = (float) best.v[i].dist;
-			}
-			else
-			{
-				h->key = 0;
-				h->distance = __builtin_inff();
-			}
-		}
-		found[q] = best.n;
-	}
-	free(best.v);
+	st = gi_host_pool_run((nq + job.qchunk - 1) / job.qchunk, workers,
+						  gi_host_sparse_task, &job);
+	free(job.best);
 	free(off);
-	return GI_OK;
+	return st;
 }
 
 static void

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_pool.h"
 #include "host_store.h"
 
 /* slab header; five words, kept apart from the slot arrays */
@@ -1067,6 +1068,7 @@ static const gi_backend_ops gi_host_ops = {
 	 * by the access method), in parallel with other builds, instead of
 	 * queueing in the one service process.
 	 */
+	.set_host_threads = gi_host_pool_set_threads,
 };
 
 const gi_backend_ops *
