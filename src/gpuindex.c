@@ -200,7 +200,8 @@ _PG_init(void)
 	 */
 	DefineCustomIntVariable("gpuindex.host_threads",
 							"Threads the host backend may use in one process (0: one per online CPU, at most 32).",
-							"The device service searches on them and CREATE INDEX trains its k-means on them; "
+							"The device service searches on them, CREATE INDEX trains its k-means on them "
+							"and genie_seq_search verifies its candidates on them; "
 							"1 uses the calling thread alone. Results do not depend on it.",
 							&gi_host_threads,
 							0, 0, 256,

@@ -11,7 +11,8 @@
  * of a query of Q grams shares at least Q - n d of them, and a row that was
  * no candidate shares at most the index count c of the last candidate (0
  * when the index had no more), so when Q - n d_k > c no row outside the
- * candidates is nearer than the k-th answer.  docs/genie.md explains it.
+ * candidates is nearer than the k-th answer.  The queries are verified in
+ * parallel on the host backend's thread pool.  docs/genie.md explains it.
  */
 #include "postgres.h"
 
@@ -26,6 +27,7 @@
 
 #include "genie.h"
 #include "genie_edit.h"
+#include "host_pool.h"
 #include "gpusparse.h"
 
 PG_FUNCTION_INFO_V1(genie_seq_search);
@@ -88,64 +90,64 @@ heap_push(KthHeap *h, int d)
 }
 
 /*
- * Verify one query's candidates: their edit distances, the k nearest
- * sorted into ans[], and whether that answer is guaranteed.  Once k
- * candidates are verified, the next is computed only up to the k-th
+ * One query's verification, detoasted beforehand so that it runs on the
+ * host pool's threads (plain C, no PostgreSQL call): the candidates'
+ * strings, and where their distances go.
+ */
+typedef struct SeqTask
+{
+	const char *q;
+	size_t		qlen;
+	int			n;				/* candidates with a string */
+	const char **s;
+	size_t	   *len;
+	SeqAnswer  *ans;			/* tids set; distances written by the task */
+} SeqTask;
+
+typedef struct SeqPool
+{
+	SeqTask    *tasks;
+	int			k;
+	int		   *work;			/* per worker: work_ints, then k for the heap */
+	size_t		work_ints;
+} SeqPool;
+
+/*
+ * The distances of one query's candidates, sorted with their tids.  Once
+ * k candidates are verified, the next is computed only up to the k-th
  * distance so far: a farther one is recorded as that plus one, which
  * still sorts it after every row of the answer.
  */
-static int
-verify(const text *q, int qgrams, int n, const GiBatchQuery *cand, int ncand,
-	   int k, SeqAnswer *ans, bool *exact)
+static gi_status
+verify_task(void *arg, uint32_t task, uint32_t worker)
 {
-	const char *qs = VARDATA_ANY(q);
-	size_t		qlen = VARSIZE_ANY_EXHDR(q);
-	int			m = 0;
-	int			bound;
-	KthHeap		heap = {palloc(sizeof(int) * k), 0, k};
-	int		   *work = NULL;
-	size_t		worklen = 0;
+	SeqPool    *p = arg;
+	SeqTask    *t = &p->tasks[task];
+	int		   *work = p->work + (size_t) worker * (p->work_ints + p->k);
+	KthHeap		heap = {work + p->work_ints, 0, p->k};
 
-	for (int r = 0; r < cand->nrows; r++)
+	for (int r = 0; r < t->n; r++)
 	{
-		const GiBatchRow *row = &cand->rows[r];
-		text	   *t;
-		size_t		tlen;
-		size_t		need;
+		int			d;
 
-		if (row->keynull)
-			continue;
-		t = DatumGetTextPP(row->key);
-		tlen = VARSIZE_ANY_EXHDR(t);
-		need = genie_levenshtein_work_size(qlen, tlen);
-		if (need > worklen)
-		{
-			if (work)
-				pfree(work);
-			worklen = Max(need, 2 * worklen);
-			work = palloc(sizeof(int) * worklen);
-		}
-		ans[m].tid = row->tid;
-		if (heap.n < k)
-			ans[m].distance = genie_levenshtein(qs, qlen, VARDATA_ANY(t), tlen, work);
+		if (heap.n < p->k)
+			d = genie_levenshtein(t->q, t->qlen, t->s[r], t->len[r], work);
 		else
-			ans[m].distance = genie_levenshtein_max(qs, qlen, VARDATA_ANY(t), tlen,
-													heap.d[0], work);
-		heap_push(&heap, ans[m].distance);
-		m++;
-		CHECK_FOR_INTERRUPTS();
+			d = genie_levenshtein_max(t->q, t->qlen, t->s[r], t->len[r], heap.d[0], work);
+		t->ans[r].distance = d;
+		heap_push(&heap, d);
 	}
-	qsort(ans, m, sizeof(SeqAnswer), answer_cmp);
-	m = Min(m, k);
+	qsort(t->ans, t->n, sizeof(SeqAnswer), answer_cmp);
+	return GI_OK;
+}
 
-	/* the most grams a row that is no candidate can share with the query */
+/* the most grams a row that was no candidate of query cand can share with it */
+static int
+outside_bound(const GiBatchQuery *cand, int ncand)
+{
 	if (cand->nrows < ncand && !cand->more)
-		bound = 0;
-	else
-		bound = cand->cursor.have_last ? (int) -cand->cursor.last_dist : 0;
-	*exact = (m == k &&
-			  genie_ngram_count_lower_bound(qgrams, n, ans[m - 1].distance) > bound);
-	return m;
+		return 0;
+	return cand->cursor.have_last ? (int) -cand->cursor.last_dist : 0;
 }
 
 Datum
@@ -163,7 +165,6 @@ genie_seq_search(PG_FUNCTION_ARGS)
 	int			n;
 	AttrNumber	col;
 	GiBatchQuery *cand;
-	SeqAnswer  *ans;
 
 	if (k < 1 || k > GENIE_SEQ_MAX_K)
 		ereport(ERROR,
@@ -229,23 +230,71 @@ genie_seq_search(PG_FUNCTION_ARGS)
 	b.arg = &a;
 	cand = gi_batch_collect(&b);
 
-	ans = palloc(sizeof(SeqAnswer) * ncand);
-	for (int q = 0; q < nq; q++)
+	/* every candidate's string, detoasted here; the distances on the pool's threads */
 	{
-		bool		exact;
-		int			m = verify(queries[q], qgrams[q], n, &cand[q], ncand, k,
-								ans, &exact);
+		SeqPool		pool;
+		size_t		maxlen = 0;
+		uint32		workers = gi_host_pool_threads();
+		gi_status	st;
 
-		for (int r = 0; r < m; r++)
+		pool.tasks = palloc(sizeof(SeqTask) * nq);
+		pool.k = k;
+		for (int q = 0; q < nq; q++)
 		{
-			Datum		values[4];
-			bool		nulls[4] = {false, false, false, false};
+			SeqTask    *t = &pool.tasks[q];
 
-			values[0] = Int32GetDatum(q + 1);
-			values[1] = PointerGetDatum(&ans[r].tid);
-			values[2] = Int32GetDatum(ans[r].distance);
-			values[3] = BoolGetDatum(exact);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			t->q = VARDATA_ANY(queries[q]);
+			t->qlen = VARSIZE_ANY_EXHDR(queries[q]);
+			t->s = palloc(sizeof(char *) * Max(cand[q].nrows, 1));
+			t->len = palloc(sizeof(size_t) * Max(cand[q].nrows, 1));
+			t->ans = palloc(sizeof(SeqAnswer) * Max(cand[q].nrows, 1));
+			t->n = 0;
+			for (int r = 0; r < cand[q].nrows; r++)
+			{
+				const GiBatchRow *row = &cand[q].rows[r];
+				text	   *str;
+
+				if (row->keynull)
+					continue;
+				str = DatumGetTextPP(row->key);
+				t->s[t->n] = VARDATA_ANY(str);
+				t->len[t->n] = VARSIZE_ANY_EXHDR(str);
+				t->ans[t->n].tid = row->tid;
+				maxlen = Max(maxlen, Min(t->len[t->n], t->qlen));
+				t->n++;
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		pool.work_ints = genie_levenshtein_work_size(maxlen, maxlen);
+		if ((pool.work_ints + k) * workers > MaxAllocHugeSize / sizeof(int))
+			workers = 1;
+		pool.work = palloc_extended(sizeof(int) * (pool.work_ints + k) * workers,
+									MCXT_ALLOC_HUGE);
+		st = gi_host_pool_run((uint32) nq, workers, verify_task, &pool);
+		if (st != GI_OK)
+			elog(ERROR, "genie_seq_search: verification failed (%d)", (int) st);
+		CHECK_FOR_INTERRUPTS();
+
+		for (int q = 0; q < nq; q++)
+		{
+			SeqTask    *t = &pool.tasks[q];
+			int			m = Min(t->n, k);
+			bool		exact;
+
+			exact = (m == k &&
+					 genie_ngram_count_lower_bound(qgrams[q], n, t->ans[m - 1].distance) >
+					 outside_bound(&cand[q], ncand));
+			for (int r = 0; r < m; r++)
+			{
+				Datum		values[4];
+				bool		nulls[4] = {false, false, false, false};
+
+				values[0] = Int32GetDatum(q + 1);
+				values[1] = PointerGetDatum(&t->ans[r].tid);
+				values[2] = Int32GetDatum(t->ans[r].distance);
+				values[3] = BoolGetDatum(exact);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
 		}
 	}
 
