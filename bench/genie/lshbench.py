@@ -257,6 +257,6 @@ def finish(rep, device, taus):
             pts.append(dict(r, engine=name))
         return genieplots.accuracy_qps(
             pts, stem, "recall@10",
-            f"top 10 by L2, {device} backend: genie E2LSH (points: C; C 10 = count "
-            "order) against gpuivf (points: probes)")
+            f"top 10 by L2, {device} backend: genie E2LSH (labels: C, 10 = count "
+            "order)\nagainst gpuivf (labels: probes)")
     rep.plot(figure)
