@@ -1,6 +1,6 @@
-"""genie benchmark: edit-distance search over real strings and int4[] sets by common
-elements, genie against PostgreSQL's own peers, every engine in one run on one private
-cluster (non-root $PG_USER, port 54397, /tmp/gpuindex-bench-genie).
+"""genie benchmark: edit-distance search over real strings, int4[] sets by common
+elements and L2 over vectors through LSH, genie against its peers, every engine in one
+run on one private cluster (non-root $PG_USER, port 54397, /tmp/gpuindex-bench-genie).
 
 Scenarios (--scenario):
   seq   Debian package names and description lines (bench/genie/seqdata.py); queries are
@@ -19,12 +19,17 @@ Scenarios (--scenario):
         queries of 5-20: genie ORDER BY tags <&> q LIMIT 10, GIN (intarray's gin__int_ops)
         WHERE tags && q ORDER BY icount(tags & q) DESC LIMIT 10, and that ORDER BY over
         every row (exact).
+  lsh   real[] vectors (--lsh-dataset, a gibench dataset with its exact top 100): genie
+        E2LSH indexes, one per (m, w) of --lsh-configs, ORDER BY v <~> genie_e2lsh(q, m,
+        w, d, 0) LIMIT 10 (count order) and the top C by count re-ranked by v <-> q
+        (--rerank), on the first --lsh-nq queries; gpuivf (lists sqrt(rows)) sweeping
+        --probes on --ivf-nq queries; genie_lsh_functions next to the m used.
 
 Accuracy: the true edit distances (counts) of the returned rows, computed by the harness,
 against the exact top 10: top10_equal is the share of queries whose 10 values equal the
-exact 10, distance_recall (count_recall) the mean share of the exact multiset found.
-QPS: the median of --repeats passes. Output: docs/benchmarks/genie-seq-DATA-DEVICE and
-genie-sets-DATA-DEVICE .{csv,md,png}.
+exact 10, distance_recall (count_recall) the mean share of the exact multiset found;
+lsh: recall@10 of the returned ids. QPS: the median of --repeats passes. Output:
+docs/benchmarks/genie-{seq,sets,lsh}-DATA-DEVICE.{csv,md,png}.
 
     bash bench/genie/run.sh [--device host|cuda] [options]   # prepares, then runs this
 """
@@ -43,6 +48,7 @@ from gibench import db, environment  # noqa: E402
 from gibench.cluster import Cluster  # noqa: E402
 from gibench.report import Report  # noqa: E402
 
+import lshbench  # noqa: E402
 import seqbench  # noqa: E402
 import seqdata  # noqa: E402
 import setbench  # noqa: E402
@@ -132,11 +138,40 @@ def scenario_sets(cl, conn, a, budget, opts):
     return rep, lambda r: setbench.finish(r, a.device)
 
 
+def scenario_lsh(cl, conn, a, budget, opts):
+    ds, scale = lshbench.load_data(a.lsh_dataset)
+    env = environment_of(conn, cl)
+    env["dataset"] = json.dumps(dict(ds.info, rows=len(ds.base), dim=ds.dim,
+                                     queries=len(ds.queries)))
+    env["distance_scale"] = json.dumps({k: round(v, 3) for k, v in scale.items()})
+    rep = Report("genie-lsh", ds.name, env, dict(opts, tag=a.device))
+    rep.note("recall@10: returned ids against the exact top 10 (gibench ground truth); "
+             f"the 'recall' column is over the first {a.lsh_nq} queries, which every "
+             "engine ran; distance_scale: median L2 to the 1st, 10th, 100th nearest row "
+             f"and to a random row over {min(256, len(ds.queries))} queries")
+    state = {}
+    secs = lshbench.load(conn, ds)
+    rep.note(f"table lv: {len(ds.base)} rows of {ds.dim} dimensions, loaded in {secs:.1f} s")
+    lshbench.build(conn, ds, a, rep, state, budget)
+    taus = lshbench.tau(conn, a, scale)
+    engines = [e.strip() for e in a.lsh_engines.split(",") if e.strip()]
+    steps = {
+        "gpuivf": lambda: lshbench.run_gpuivf(cl, ds, a, rep, budget, state),
+        "genie-count": lambda: lshbench.run_genie(cl, ds, a, rep, budget, state, False),
+        "genie-rerank": lambda: lshbench.run_genie(cl, ds, a, rep, budget, state, True)}
+    fin = lambda r: lshbench.finish(r, a.device, taus)  # noqa: E731
+    run_steps([(e, steps[e]) for e in lshbench.ENGINES if e in engines], rep, fin, budget, cl)
+    return rep, fin
+
+
+SCENARIOS = {"seq": scenario_seq, "sets": scenario_sets, "lsh": scenario_lsh}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("--scenario", default="seq,sets", help="seq, sets or both (seq,sets)")
+    ap.add_argument("--scenario", default="seq,sets", help="seq, sets, lsh or a list (seq,sets)")
     ap.add_argument("--device", choices=sorted(DEVICE_GUC), default="host",
                     help="gpuindex.device; the output names carry it")
     ap.add_argument("--repeats", type=int, default=3)
@@ -158,6 +193,17 @@ def main():
     ap.add_argument("--universe", type=int, default=100000, help="sets: distinct elements")
     ap.add_argument("--zipf", type=float, default=1.0, help="sets: Zipf exponent")
     ap.add_argument("--set-engines", default=",".join(setbench.ENGINES))
+    ap.add_argument("--lsh-dataset", default="synth-100k-128",
+                    help="lsh: a gibench dataset (bench/gibench/datasets.py)")
+    ap.add_argument("--lsh-nq", type=int, default=256, help="lsh: queries of genie")
+    ap.add_argument("--ivf-nq", type=int, default=1000, help="lsh: queries of gpuivf")
+    ap.add_argument("--lsh-configs", default="32:16,64:16,128:16,128:8,128:24",
+                    help="lsh: the genie indexes, m:w each")
+    ap.add_argument("--lsh-d", type=int, default=1024, help="lsh: lists of each function")
+    ap.add_argument("--rerank", default="100,300,1000", help="lsh: candidates C re-ranked")
+    ap.add_argument("--probes", default="1,2,4,8,16,32,64", help="lsh: gpuivf.probes")
+    ap.add_argument("--ivf-lists", type=int, default=0, help="lsh: gpuivf lists (0: sqrt)")
+    ap.add_argument("--lsh-engines", default=",".join(lshbench.ENGINES))
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds: no new measurement starts after that")
     ap.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", 54397)))
@@ -166,8 +212,8 @@ def main():
     a = ap.parse_args()
     scen = [s.strip() for s in a.scenario.split(",") if s.strip()]
     for s in scen:
-        if s not in ("seq", "sets"):
-            raise SystemExit(f"unknown scenario {s} (seq, sets)")
+        if s not in SCENARIOS:
+            raise SystemExit(f"unknown scenario {s} ({', '.join(SCENARIOS)})")
     budget = Budget(a.deadline)
     t_start = time.time()
     opts = {k: v for k, v in vars(a).items() if k not in ("dir", "port", "keep")}
@@ -189,8 +235,7 @@ def main():
                              f"wants {want!r}")
         for s in scen:
             t0 = time.time()
-            fn = scenario_seq if s == "seq" else scenario_sets
-            rep, finish = fn(cl, conn, a, budget, opts)
+            rep, finish = SCENARIOS[s](cl, conn, a, budget, opts)
             rep.note(f"this scenario took {time.time() - t0:.0f} s; load average (1, 5, 15 "
                      f"min) at its end {tuple(round(x, 2) for x in os.getloadavg())}")
             finish(rep)

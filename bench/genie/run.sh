@@ -11,7 +11,8 @@
 # must be installed beside it. Then bench/genie/run.py builds or finds the strings under
 # bench/.cache/data/ (the Debian text of bench/sparse/corpus_debian.py), starts its own
 # cluster (non-root $PG_USER, port 54397, /tmp/gpuindex-bench-genie), measures every engine,
-# stops the cluster and writes docs/benchmarks/genie-{seq,sets}-DATA-DEVICE.{csv,md,png}.
+# stops the cluster and writes docs/benchmarks/genie-{seq,sets,lsh}-DATA-DEVICE.{csv,md,png}
+# (--scenario lsh: vectors from bench/gibench/datasets.py, cached with exact ground truth).
 # BENCH_PYTHON=PATH uses that interpreter as it is (a GPU host: numpy, scipy, matplotlib,
 # psycopg on PYTHONPATH; nothing installed; the strings folder
 # bench/.cache/data/genie-seq-debian-N carried from a machine that built it, since the
