@@ -131,6 +131,7 @@ extern bool genie_ngram_query_fits(Relation index, int strategy, Datum query);
 
 /* genie_lsh.c */
 extern bool genie_lsh_query_fits(Relation index, Datum query);
+extern bool genie_lsh_index_exact(Relation index, uint32 lists);
 
 /* genie_keys.c */
 extern uint64 *genie_sort_unique(uint64 *keys, uint32 *n);

@@ -240,7 +240,14 @@ genie_query(Relation index, ScanKey orderby, uint32 dim)
 	return genie_query_spvec(items, nitems, index_lists(index, dim));
 }
 
-static const GpusparseValueMap genie_map = {genie_row, genie_query, true};
+/* the index's counts are the operator's (no recheck) when its lists keep them apart */
+static bool
+genie_exact(Relation index, uint32 dim)
+{
+	return dim > 0 && genie_lsh_index_exact(index, dim);
+}
+
+static const GpusparseValueMap genie_map = {genie_row, genie_query, true, genie_exact};
 
 static IndexBuildResult *
 genie_build(Relation heap, Relation index, IndexInfo *indexInfo)

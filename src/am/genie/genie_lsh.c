@@ -382,6 +382,20 @@ genie_lsh_query_fits(Relation index, Datum query)
 	return same_params(&((GenieLshQuery *) DatumGetPointer(PG_DETOAST_DATUM(query)))->p, &p);
 }
 
+/*
+ * Is an LSH index's count the operator's?  When no two of its m * d
+ * function values share a list: each query keyword is then its own list,
+ * the row has one keyword per function, and the inner product counts the
+ * functions they agree on.
+ */
+bool
+genie_lsh_index_exact(Relation index, uint32 lists)
+{
+	GenieLshParams p;
+
+	return lsh_index_params(index, &p) && (uint64) p.m * (uint64) p.d <= (uint64) lists;
+}
+
 /* support function 2: (genie_lsh_query, internal nitems, int2), its params the index's */
 static Datum
 query_items(FunctionCallInfo fcinfo, int family)

@@ -95,7 +95,9 @@ typedef GpusparseTupleData *GpusparseTuple;
  * sparse vectors its pages and store hold.  gpusparse's operator classes
  * convert with support function 1 (gpusparse_spvec_map); an access method
  * built on these pages and this store (genie) brings its own map, and sets
- * recheck when its distances are only lower bounds of the operator's.
+ * recheck when its distances are only lower bounds of the operator's;
+ * exact (optional) tells a scan that this index's distances are the
+ * operator's after all, so that it need not ask for the recheck.
  * dim is the index's dimension, 0 while no row has fixed it.
  */
 typedef struct GpusparseValueMap
@@ -103,6 +105,7 @@ typedef struct GpusparseValueMap
 	SpVec	   *(*row) (Relation index, Datum value, uint32 dim);
 	SpVec	   *(*query) (Relation index, ScanKey orderby, uint32 dim);
 	bool		recheck;
+	bool		(*exact) (Relation index, uint32 dim);
 } GpusparseValueMap;
 
 extern const GpusparseValueMap gpusparse_spvec_map;

@@ -58,7 +58,7 @@ spvec_query(Relation index, ScanKey orderby, uint32 dim)
 }
 
 /* gpusparse's own: support function 1, distances exact */
-const GpusparseValueMap gpusparse_spvec_map = {spvec_row, spvec_query, false};
+const GpusparseValueMap gpusparse_spvec_map = {spvec_row, spvec_query, false, NULL};
 
 bool
 gpusparse_is_gpusparse_index(Relation index)

@@ -48,6 +48,7 @@ typedef struct GpusparseScanOpaqueData
 	void	   *packed;			/* the query in the service's layout */
 	Size		packed_bytes;
 	uint32		dim;
+	bool		recheck;		/* the executor must recompute the operator */
 
 	bool		started;
 	bool		tail;			/* in stage 2 */
@@ -114,6 +115,8 @@ gpusparse_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 		return;
 
 	so->dim = gpusparse_get_dim(index);
+	so->recheck = so->map->recheck &&
+		!(so->map->exact != NULL && so->map->exact(index, so->dim));
 	old = MemoryContextSwitchTo(so->cxt);
 	q = so->map->query(index, &scan->orderByData[0], so->dim);
 	/* an index with nothing in it has no dimension yet and no rows */
@@ -266,7 +269,7 @@ return_hit(IndexScanDesc scan, const gi_hit *h)
 	GpusparseScanOpaque so = (GpusparseScanOpaque) scan->opaque;
 
 	gi_scan_return(scan, h->key, (double) h->distance);
-	scan->xs_recheckorderby = so->map->recheck;
+	scan->xs_recheckorderby = so->recheck;
 	return true;
 }
 
