@@ -413,7 +413,15 @@ gi_service_main(Datum main_arg)
 		}
 		nwork = take_carried(work);
 		if (nwork > 0)
+		{
+			/*
+			 * The slices of large batches run on one host thread, so that
+			 * the sessions waiting meanwhile keep the other cores.
+			 */
+			gi_device_set_host_threads(1);
 			run_round(work, nwork, round_cxt);
+			gi_device_set_host_threads((uint32) gi_host_threads);
+		}
 		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;
 	}
 }
