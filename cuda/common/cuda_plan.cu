@@ -810,11 +810,16 @@ gi_cu_pool_start(gi_cu_pool &c)
 	if (c.nthreads >= want)
 		return want;
 	/*
-	 * The helpers start with every signal blocked, so that the host
-	 * process's handlers (PostgreSQL's, in the device service) keep running
-	 * on its own thread.
+	 * The helpers start with every signal blocked but their own faults, so
+	 * that the host process's handlers (PostgreSQL's, in the device service)
+	 * keep running on its own thread, and a fault on a helper reaches the
+	 * process's fault handler (a blocked fault signal kills the process).
 	 */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (c.nthreads < want)
 	{

@@ -53,8 +53,9 @@ PG_FUNCTION_INFO_V1(gpuindex_debug_fault);
 /*
  * Inject a fault into the service: 'device' (a device error: the request
  * gets an ERROR, the service restarts) or 'signal' (a crash inside the
- * service, as a fault in CUDA code would be; queued without waiting) or
- * 'cuda' (a real illegal write by a CUDA kernel: the request gets the
+ * service, as a fault in CUDA code would be; queued without waiting),
+ * 'thread' (an invalid write on a helper thread of the host backend's
+ * pool; queued without waiting) or 'cuda' (a real illegal write by a CUDA kernel: the request gets the
  * backend's ERROR, the service restarts; needs the CUDA backend).
  * Either way only the service restarts, never the cluster.
  */
@@ -82,11 +83,16 @@ gpuindex_debug_fault(PG_FUNCTION_ARGS)
 		call.args.n = GI_FAULT_CUDA;
 		gi_call(&call);
 	}
+	else if (strcmp(kind, "thread") == 0)
+	{
+		call.args.n = GI_FAULT_THREAD;
+		gi_queue_nowait(&call);
+	}
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown fault \"%s\"", kind),
-				 errhint("Use \"device\", \"signal\" or \"cuda\".")));
+				 errhint("Use \"device\", \"signal\", \"thread\" or \"cuda\".")));
 	PG_RETURN_VOID();
 }
 

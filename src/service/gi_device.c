@@ -19,6 +19,7 @@
 #include "gi_device.h"
 #include "gi_kind.h"
 #include "gi_service.h"
+#include "host_pool.h"
 #include "host_store.h"
 
 const gi_backend_ops *gi_ops = NULL;
@@ -138,6 +139,18 @@ gi_device_debug_cuda_fault(bool *have)
 			dlsym(gi_cuda_module, GI_CUDA_DEBUG_ILLEGAL_ADDRESS);
 	*have = fault != NULL;
 	return fault ? fault() : GI_ERR_UNSUPPORTED;
+}
+
+/*
+ * Test hook: a fault on a helper thread of the host backend's pool (every
+ * compute backend's service runs host work there); returns only when no
+ * helper could take it, with the reason in *why.
+ */
+void
+gi_device_debug_thread_fault(const char **why)
+{
+	(void) gi_host_pool_debug_fault();
+	*why = gi_host_last_error();
 }
 
 static void

@@ -45,5 +45,6 @@ extern void gi_device_set_host_threads(uint32 n);
  * kernel); *have is false without the CUDA backend.
  */
 extern gi_status gi_device_debug_cuda_fault(bool *have);
+extern void gi_device_debug_thread_fault(const char **why);
 
 #endif							/* GI_DEVICE_H */

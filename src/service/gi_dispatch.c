@@ -164,14 +164,23 @@ handle_drop(GiWork *w)
 }
 
 /*
- * Test hook: a device error (answered, then a restart), a crash, or a real
- * CUDA fault (answered with the backend's error, then a restart)
+ * Test hook: a device error (answered, then a restart), a crash on the
+ * service's thread or on a helper thread, or a real CUDA fault (answered
+ * with the backend's error, then a restart)
  */
 static void
 handle_debug_fault(GiWork *w)
 {
 	if (w->slot->args.n == GI_FAULT_SIGNAL)
 		raise(SIGSEGV);
+	if (w->slot->args.n == GI_FAULT_THREAD)
+	{
+		const char *why;
+
+		gi_device_debug_thread_fault(&why);
+		gi_reply_error(w, ERRCODE_FEATURE_NOT_SUPPORTED, "%s", why);
+		return;
+	}
 	if (w->slot->args.n == GI_FAULT_CUDA)
 	{
 		bool		have;

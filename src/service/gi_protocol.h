@@ -148,6 +148,7 @@ typedef struct GiRespArgs
 #define GI_FAULT_DEVICE		1	/* a device error: answer, then restart */
 #define GI_FAULT_SIGNAL		2	/* a crash (SIGSEGV) inside the service */
 #define GI_FAULT_CUDA		3	/* an illegal write by a CUDA kernel */
+#define GI_FAULT_THREAD		4	/* an invalid write by a host pool thread */
 
 /* the kargs of the KMEANS_* and ASSIGN requests */
 typedef struct GiKmeansArgs

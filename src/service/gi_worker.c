@@ -15,6 +15,9 @@
  */
 #include "postgres.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -249,12 +252,29 @@ bool		gi_service_restart_pending = false;
 /* where a fault signal inside the service lands: a clean exit from there */
 static sigjmp_buf fault_env;
 static volatile sig_atomic_t fault_env_set = false;
+static pthread_t service_thread;
 
+/*
+ * A fault on the service's thread jumps to the clean exit.  One on a
+ * thread of the host backend's pool cannot jump there (the jump buffer
+ * belongs to the service's stack): that thread hands the signal to the
+ * service's thread, which is waiting for it or working beside it, and
+ * stops for good; the exit ends it with the process.
+ */
 static void
 service_fault(SIGNAL_ARGS)
 {
-	if (fault_env_set)
+	if (fault_env_set && pthread_equal(pthread_self(), service_thread))
 		siglongjmp(fault_env, postgres_signal_arg);
+	if (fault_env_set)
+	{
+		sigset_t	all;
+
+		pthread_kill(service_thread, postgres_signal_arg);
+		sigfillset(&all);
+		for (;;)
+			sigsuspend(&all);
+	}
 	pqsignal(postgres_signal_arg, SIG_DFL);
 	raise(postgres_signal_arg);
 }
@@ -351,6 +371,7 @@ gi_service_main(Datum main_arg)
 		HOLD_INTERRUPTS();
 		service_restart("fatal fault (signal) inside the service");
 	}
+	service_thread = pthread_self();
 	fault_env_set = true;
 	pqsignal(SIGSEGV, service_fault);
 	pqsignal(SIGBUS, service_fault);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Faults inside the device service restart the service alone, never the
 # cluster: a device error (the request gets an ERROR, then the service exits
-# cleanly), a crash by signal (as a fault inside CUDA code could be) and, on
+# cleanly), a crash by signal (as a fault inside CUDA code could be), an
+# invalid write on a helper thread of the host backend's pool and, on
 # the CUDA backend, a real illegal write by a kernel, all injected by a
 # superuser-only test hook.  Sessions carry on: one that
 # was connected throughout keeps its connection, and searches after each
@@ -18,7 +19,7 @@ cluster_cleanup_on_exit "$dir"
 q() { cluster_psql "$dir" $port -Atc "$1" 2>&1; }
 
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
-	"gpuindex.device = $GPUINDEX_TEST_DEVICE" || exit 1
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.host_threads = 2" || exit 1
 q "CREATE EXTENSION gpuindex;
    CREATE FUNCTION gpuindex_debug_fault(text) RETURNS void
 	 AS 'gpuindex', 'gpuindex_debug_fault' LANGUAGE C STRICT;
@@ -67,9 +68,16 @@ p2=$(new_service "$p1")
 	fail "the service restarted after a crash by signal"
 check "answers after the crash (index reloaded)" "$a0" "$(answers)"
 
+q "SELECT gpuindex_debug_fault('thread')" >/dev/null
+p2t=$(new_service "$p2")
+[ "$p2t" != none ] && pass "the service restarted after a fault on a helper thread" ||
+	fail "the service restarted after a fault on a helper thread"
+check "answers after the helper thread's fault (index reloaded)" "$a0" "$(answers)"
+p2=$p2t
+
 # a real fault inside CUDA code (a kernel's illegal write: the context is
 # lost for good) on the CUDA backend; elsewhere a clear refusal
-restarts=2
+restarts=3
 if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then
 	out=$(q "SELECT gpuindex_debug_fault('cuda')")
 	case $out in *"illegal memory access"*) pass "a CUDA fault answers the request with the backend's ERROR" ;;
@@ -78,7 +86,7 @@ if [ "$GPUINDEX_TEST_DEVICE" = cuda ]; then
 	[ "$p3" != none ] && pass "the service restarted after the CUDA fault" ||
 		fail "the service restarted after the CUDA fault"
 	check "answers after the CUDA fault (new context, index reloaded)" "$a0" "$(answers)"
-	restarts=3
+	restarts=4
 else
 	check "a CUDA fault needs the CUDA backend" \
 		"ERROR:  the injected CUDA fault needs the CUDA backend (gpuindex.device = cuda)" \

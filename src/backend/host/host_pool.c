@@ -139,13 +139,13 @@ gi_pool_work(uint32_t worker)
 	}
 }
 
+/* a helper, started between calls: `started` is the last call before it */
 static void *
-gi_pool_helper(void *unused)
+gi_pool_helper(void *started)
 {
 	gi_host_pool *p = &gi_pool;
-	uint64_t	seen;
+	uint64_t	seen = (uint64_t) (uintptr_t) started;
 
-	(void) unused;
 	gi_pool_in_task = true;
 #ifdef SCHED_BATCH
 	{
@@ -161,7 +161,6 @@ gi_pool_helper(void *unused)
 	}
 #endif
 	pthread_mutex_lock(&p->mutex);
-	seen = p->call;
 	for (;;)
 	{
 		uint32_t	worker;
@@ -245,11 +244,20 @@ gi_pool_ensure(uint32_t helpers)
 		return;
 	}
 
-	/* signals are the server's business: the helpers never take one */
+	/*
+	 * Signals are the server's business: the helpers never take one, except
+	 * a fault of their own, which goes to the process's handler as it would
+	 * on the calling thread (a blocked fault signal kills the process).
+	 */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (p->nthreads < helpers &&
-		   pthread_create(&p->threads[p->nthreads], NULL, gi_pool_helper, NULL) == 0)
+		   pthread_create(&p->threads[p->nthreads], NULL, gi_pool_helper,
+						  (void *) (uintptr_t) p->call) == 0)
 		p->nthreads++;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->nthreads < helpers)
@@ -328,5 +336,46 @@ gi_host_pool_run(uint32_t ntasks, uint32_t max_workers, gi_host_task_fn fn, void
 		return gi_pool_run_inline(ntasks, fn, arg);
 	st = gi_pool_run_parallel(ntasks, workers, fn, arg);
 	__atomic_store_n(&gi_pool_busy, false, __ATOMIC_RELEASE);
+	return st;
+}
+
+/* the debug fault's task: worker 0 waits for a helper, which faults */
+static volatile int gi_pool_fault_target = 0;
+static volatile bool gi_pool_fault_joined = false;
+
+static gi_status
+gi_pool_fault_task(void *arg, uint32_t task, uint32_t worker)
+{
+	(void) arg;
+	(void) task;
+	if (worker != 0)
+	{
+		gi_pool_fault_joined = true;
+		/* an invalid write, as a bug in a task would make */
+		*(volatile int *) (uintptr_t) gi_pool_fault_target = 1;
+		return GI_OK;
+	}
+	for (int i = 0; i < 2000 && !gi_pool_fault_joined; i++)
+		usleep(1000);
+	return GI_OK;
+}
+
+gi_status
+gi_host_pool_debug_fault(void)
+{
+	gi_status	st;
+
+	if (gi_host_pool_threads() < 2)
+	{
+		gi_host_set_error("the injected thread fault needs gpuindex.host_threads of 2 or more");
+		return GI_ERR_UNSUPPORTED;
+	}
+	gi_pool_fault_joined = false;
+	st = gi_host_pool_run(2, 2, gi_pool_fault_task, NULL);
+	if (st == GI_OK)
+	{
+		gi_host_set_error("no helper thread took the injected thread fault");
+		st = GI_ERR_UNSUPPORTED;
+	}
 	return st;
 }

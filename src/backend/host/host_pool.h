@@ -4,9 +4,10 @@
  *		calling thread and on a set of pthreads kept for the process.
  *
  * The host backend runs inside PostgreSQL processes (the device service,
- * a backend building an index), so the threads block every signal, are
- * started on first use (never in the postmaster, which forks), call
- * nothing of PostgreSQL and run only task functions of the host backend.
+ * a backend building an index), so the threads block every signal but
+ * their own faults, are started on first use (never in the postmaster,
+ * which forks), call nothing of PostgreSQL and run only task functions of
+ * the host backend.
  * A task reports failure as a gi_status with its message set the usual
  * way (gi_host_set_error); the call returns the status of the failed task
  * with the lowest number, its message moved to the calling thread.
@@ -67,5 +68,12 @@ extern gi_status gi_host_pool_run(uint32_t ntasks, uint32_t max_workers,
  * (0: none, every call with several tasks uses the threads).
  */
 extern void gi_host_pool_set_grain(uint64_t work);
+
+/*
+ * Test hook: a helper thread makes an invalid write (the process's fault
+ * handler decides what follows); returns only when it cannot, with the
+ * reason set.
+ */
+extern gi_status gi_host_pool_debug_fault(void);
 
 #endif							/* GI_HOST_POOL_H */
