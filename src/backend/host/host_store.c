@@ -72,17 +72,23 @@ typedef struct gi_host_slab
 
 /*
  * An open-addressing hash map from a key, or from a (key, list) pair when
- * by_list, to a row.  A slot is empty when rows[i] == GI_NIL, so every key
- * value is legal.
+ * by_list, to a row.  A slot is empty when its row is GI_NIL, so every key
+ * value is legal.  An entry's fields share one 16-byte slot, so a probe
+ * touches one cache line (deletes look up one pair per posting, at random).
  */
+typedef struct gi_host_mapent
+{
+	uint64_t	key;
+	uint32_t	list;			/* 0 unless by_list */
+	uint32_t	row;
+} gi_host_mapent;
+
 typedef struct gi_host_map
 {
 	uint64_t	cap;			/* power of two; 0 when the map is not kept */
 	uint64_t	count;
 	bool		by_list;
-	uint64_t   *keys;			/* [cap] */
-	uint32_t   *lists;			/* [cap] when by_list, else NULL */
-	uint32_t   *rows;			/* [cap] */
+	gi_host_mapent *ents;		/* [cap] */
 } gi_host_map;
 
 struct gi_store
@@ -197,9 +203,9 @@ gi_host_malloc(size_t size)
 
 /* bytes per entry of a map */
 static inline uint64_t
-gi_host_map_entry_bytes(bool by_list)
+gi_host_map_entry_bytes(void)
 {
-	return sizeof(uint64_t) + sizeof(uint32_t) + (by_list ? sizeof(uint32_t) : 0);
+	return sizeof(gi_host_mapent);
 }
 
 /*
@@ -224,8 +230,8 @@ gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * sizeof(uint32_t)
 		+ nslabs * per_slab
-		+ keys_cap * gi_host_map_entry_bytes(false)
-		+ pairs_cap * gi_host_map_entry_bytes(true);
+		+ keys_cap * gi_host_map_entry_bytes()
+		+ pairs_cap * gi_host_map_entry_bytes();
 }
 
 /* bytes held now, with a pool of nslabs slabs */
@@ -258,14 +264,13 @@ gi_host_hash(uint64_t k)
 	return k;
 }
 
-/* home slot of an entry; list is ignored unless the map is by_list */
+/* home slot of an entry; list is 0 unless the map is by_list */
 static inline uint64_t
 gi_host_map_home(const gi_host_map *m, uint64_t key, uint32_t list)
 {
-	uint64_t	h = gi_host_hash(key);
+	/* one mixing step for both maps: deletes rehash every entry they shift */
+	uint64_t	h = gi_host_hash(key ^ ((uint64_t) list * UINT64_C(0x9E3779B97F4A7C15)));
 
-	if (m->by_list)
-		h = gi_host_hash(h ^ list);
 	return h & (m->cap - 1);
 }
 
@@ -285,9 +290,9 @@ gi_host_map_find(const gi_host_map *m, uint64_t key, uint32_t list,
 	uint64_t	found = GI_HOST_MAP_NONE;
 
 	/* the load factor bound guarantees an empty slot, so this terminates */
-	while (m->rows[i] != GI_NIL)
+	while (m->ents[i].row != GI_NIL)
 	{
-		if (m->keys[i] == key && (!m->by_list || m->lists[i] == list))
+		if (m->ents[i].key == key && (!m->by_list || m->ents[i].list == list))
 		{
 			found = i;
 			break;
@@ -307,12 +312,11 @@ gi_host_map_put(gi_host_map *m, uint64_t key, uint32_t list, uint32_t row)
 	uint64_t	mask = m->cap - 1;
 	uint64_t	i = gi_host_map_home(m, key, list);
 
-	while (m->rows[i] != GI_NIL)
+	while (m->ents[i].row != GI_NIL)
 		i = (i + 1) & mask;
-	m->keys[i] = key;
-	if (m->by_list)
-		m->lists[i] = list;
-	m->rows[i] = row;
+	m->ents[i].key = key;
+	m->ents[i].list = m->by_list ? list : 0;
+	m->ents[i].row = row;
 	m->count++;
 }
 
@@ -333,19 +337,16 @@ gi_host_map_remove(gi_host_map *m, uint64_t i, uint64_t *steps)
 
 		j = (j + 1) & mask;
 		(*steps)++;
-		if (m->rows[j] == GI_NIL)
+		if (m->ents[j].row == GI_NIL)
 			break;
-		home = gi_host_map_home(m, m->keys[j], m->by_list ? m->lists[j] : 0);
+		home = gi_host_map_home(m, m->ents[j].key, m->ents[j].list);
 		if (((j - home) & mask) >= ((j - i) & mask))
 		{
-			m->keys[i] = m->keys[j];
-			if (m->by_list)
-				m->lists[i] = m->lists[j];
-			m->rows[i] = m->rows[j];
+			m->ents[i] = m->ents[j];
 			i = j;
 		}
 	}
-	m->rows[i] = GI_NIL;
+	m->ents[i].row = GI_NIL;
 	m->count--;
 }
 
@@ -359,12 +360,8 @@ gi_host_map_has_room(const gi_host_map *m)
 static void
 gi_host_map_free(gi_host_map *m)
 {
-	free(m->keys);
-	free(m->lists);
-	free(m->rows);
-	m->keys = NULL;
-	m->lists = NULL;
-	m->rows = NULL;
+	free(m->ents);
+	m->ents = NULL;
 }
 
 /*
@@ -384,7 +381,7 @@ gi_host_map_resize(gi_store *s, gi_host_map *m, uint64_t newcap)
 							 m == &s->pairmap ? newcap : s->pairmap.cap);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 		return gi_host_limit_error(s, need);
-	if (newcap > SIZE_MAX / sizeof(uint64_t))
+	if (newcap > SIZE_MAX / sizeof(gi_host_mapent))
 	{
 		gi_host_set_error("%s of %llu entries is too large", what,
 						  (unsigned long long) newcap);
@@ -394,28 +391,25 @@ gi_host_map_resize(gi_store *s, gi_host_map *m, uint64_t newcap)
 	memset(&n, 0, sizeof(n));
 	n.cap = newcap;
 	n.by_list = m->by_list;
-	n.keys = gi_host_malloc(newcap * sizeof(uint64_t));
-	if (n.keys && n.by_list)
-		n.lists = gi_host_malloc(newcap * sizeof(uint32_t));
-	if (n.keys && (n.lists || !n.by_list))
-		n.rows = gi_host_malloc(newcap * sizeof(uint32_t));
-	if (n.rows == NULL)
+	n.ents = gi_host_malloc(newcap * sizeof(gi_host_mapent));
+	if (n.ents == NULL)
 	{
-		gi_host_map_free(&n);
 		gi_host_set_error("out of memory growing the %s to %llu entries",
 						  what, (unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
-	/* keys and lists too, so that no byte of the map is ever undefined */
-	memset(n.keys, 0, newcap * sizeof(uint64_t));
-	if (n.by_list)
-		memset(n.lists, 0, newcap * sizeof(uint32_t));
-	memset(n.rows, 0xFF, newcap * sizeof(uint32_t));
+	/* every field, so that no byte of the map is ever undefined */
+	for (i = 0; i < newcap; i++)
+	{
+		n.ents[i].key = 0;
+		n.ents[i].list = 0;
+		n.ents[i].row = GI_NIL;
+	}
 
 	for (i = 0; i < m->cap; i++)
-		if (m->rows[i] != GI_NIL)
-			gi_host_map_put(&n, m->keys[i], m->by_list ? m->lists[i] : 0,
-							m->rows[i]);
+		if (m->ents[i].row != GI_NIL)
+			gi_host_map_put(&n, m->ents[i].key, m->ents[i].list,
+							m->ents[i].row);
 
 	gi_host_map_free(m);
 	*m = n;
@@ -822,7 +816,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 		s->kid_key[kid] = key;
 	}
 	else
-		kid = gi_host_row_kid(s, s->keymap.rows[mi]);
+		kid = gi_host_row_kid(s, s->keymap.ents[mi].row);
 
 	gi_host_scatter(s, head, slot, payload);
 	s->slot_row[(uint64_t) head * GI_SLAB_RECORDS + slot] = row;
@@ -840,8 +834,8 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	}
 	else
 	{
-		s->row_next[row] = s->keymap.rows[mi];
-		s->keymap.rows[mi] = row;
+		s->row_next[row] = s->keymap.ents[mi].row;
+		s->keymap.ents[mi].row = row;
 	}
 	if (per_list)
 		gi_host_map_put(&s->pairmap, key, list, row);
@@ -937,12 +931,53 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 		gi_host_release_slab(s, slab);
 }
 
+/* rows a delete removes in one group, their cache lines fetched ahead */
+#define GI_HOST_DELETE_GROUP 64
+
+/*
+ * Remove rows[0..n) of one key.  Each row's slot and pair map entry lie at
+ * random in memory: ask for all of the group's lines first (the slab
+ * header and slot arrays, then the pair entry, whose hash needs the slab's
+ * list), so that their cache misses overlap instead of following each
+ * other.  The hints never change what is removed.
+ */
+static void
+gi_host_remove_group(gi_store *s, uint64_t key, const uint32_t *rows, uint32_t n)
+{
+	uint32_t	j;
+
+	for (j = 0; j < n; j++)
+	{
+		uint64_t	a = s->att[rows[j]];
+		uint64_t	at = (a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu);
+
+		__builtin_prefetch(&s->slabs[a >> 32], 1);
+		__builtin_prefetch(&s->slot_row[at], 1);
+		__builtin_prefetch(&s->slot_key[at], 0);
+		__builtin_prefetch(&s->slot_kid[at], 1);
+	}
+	if (s->params.key_mode == GI_KEYS_PER_LIST)
+		for (j = 0; j < n; j++)
+		{
+			uint64_t	a = s->att[rows[j]];
+			uint32_t	list = s->slabs[a >> 32].list;
+
+			__builtin_prefetch(&s->pairmap.ents[gi_host_map_home(&s->pairmap, key, list)], 1);
+		}
+	for (j = 0; j < n; j++)
+	{
+		gi_host_remove_row(s, rows[j]);
+		s->steps++;
+	}
+}
+
 static gi_status
 gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 					 uint64_t *ndeleted)
 {
 	uint64_t	done = 0;
 	uint32_t	i;
+	uint32_t	group[GI_HOST_DELETE_GROUP];
 
 	if (ndeleted)
 		*ndeleted = 0;
@@ -960,21 +995,27 @@ gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 	}
 	for (i = 0; i < n; i++)
 	{
-		uint64_t	mi = gi_host_map_find(&s->keymap, keys[i], 0, &s->steps);
+		uint64_t	mi;
 		uint32_t	row;
+		uint32_t	ng = 0;
 
+		if (i + 4 < n)
+			__builtin_prefetch(&s->keymap.ents[gi_host_map_home(&s->keymap, keys[i + 4], 0)]);
+		mi = gi_host_map_find(&s->keymap, keys[i], 0, &s->steps);
 		if (mi == GI_HOST_MAP_NONE)
 			continue;			/* unknown or already deleted */
-		row = s->keymap.rows[mi];
+		row = s->keymap.ents[mi].row;
 		s->free_kids[s->nfree_kids++] = gi_host_row_kid(s, row);
 		while (row != GI_NIL)
 		{
-			uint32_t	next = s->row_next[row];
-
-			gi_host_remove_row(s, row);
-			s->steps++;
-			done++;
-			row = next;
+			group[ng++] = row;
+			row = s->row_next[row];
+			if (ng == GI_HOST_DELETE_GROUP || row == GI_NIL)
+			{
+				gi_host_remove_group(s, keys[i], group, ng);
+				done += ng;
+				ng = 0;
+			}
 		}
 		gi_host_map_remove(&s->keymap, mi, &s->steps);
 	}
@@ -1199,7 +1240,7 @@ gi_host_store_lookup(const gi_store *s, uint64_t key, uint32_t *lists,
 	mi = gi_host_map_find(&s->keymap, key, 0, NULL);
 	if (mi == GI_HOST_MAP_NONE)
 		return 0;
-	for (row = s->keymap.rows[mi]; row != GI_NIL; row = s->row_next[row])
+	for (row = s->keymap.ents[mi].row; row != GI_NIL; row = s->row_next[row])
 	{
 		if (n < max)
 		{
@@ -1400,20 +1441,20 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 	}
 
 	/* key map: findable entries, chains of live rows with matching keys */
-	GI_CHECK(!s->keymap.by_list && s->keymap.lists == NULL, "key map keyed by list");
+	GI_CHECK(!s->keymap.by_list, "key map keyed by list");
 	for (i = 0; i < s->keymap.cap; i++)
 	{
 		uint64_t	key;
 		uint32_t	row;
 
-		if (s->keymap.rows[i] == GI_NIL)
+		if (s->keymap.ents[i].row == GI_NIL)
 			continue;
 		map_used++;
-		key = s->keymap.keys[i];
+		key = s->keymap.ents[i].key;
 		GI_CHECK(gi_host_map_find(&s->keymap, key, 0, NULL) == i,
 				 "key %llu at map slot %llu is not found there (probe run broken or duplicate)",
 				 (unsigned long long) key, (unsigned long long) i);
-		for (row = s->keymap.rows[i]; row != GI_NIL; row = s->row_next[row])
+		for (row = s->keymap.ents[i].row; row != GI_NIL; row = s->row_next[row])
 		{
 			uint64_t	a;
 
@@ -1445,18 +1486,18 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 		GI_CHECK(kid_seen != NULL, "check: out of memory");
 		for (i = 0; i < s->keymap.cap && ok; i++)
 		{
-			uint32_t	row = s->keymap.rows[i];
+			uint32_t	row = s->keymap.ents[i].row;
 			uint32_t	kid;
 
 			if (row == GI_NIL)
 				continue;
 			kid = gi_host_row_kid(s, row);
 			if (kid >= s->kid_hwm || kid_seen[kid] ||
-				s->kid_key[kid] != s->keymap.keys[i])
+				s->kid_key[kid] != s->keymap.ents[i].key)
 			{
 				if (err && errlen)
 					snprintf(err, errlen, "key %llu has a bad ordinal %u",
-						 (unsigned long long) s->keymap.keys[i], kid);
+						 (unsigned long long) s->keymap.ents[i].key, kid);
 				ok = false;
 				break;
 			}
@@ -1466,7 +1507,7 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 				{
 					if (err && errlen)
 					snprintf(err, errlen, "rows of key %llu have different ordinals",
-							 (unsigned long long) s->keymap.keys[i]);
+							 (unsigned long long) s->keymap.ents[i].key);
 					ok = false;
 				}
 		}
@@ -1506,18 +1547,18 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 	 */
 	if (s->params.key_mode != GI_KEYS_PER_LIST)
 		GI_CHECK(s->pairmap.cap == 0 && s->pairmap.count == 0 &&
-				 s->pairmap.rows == NULL, "pair map kept without GI_KEYS_PER_LIST");
+				 s->pairmap.ents == NULL, "pair map kept without GI_KEYS_PER_LIST");
 	else
 	{
 		uint64_t	pairs_used = 0;
 
-		GI_CHECK(s->pairmap.by_list && s->pairmap.lists != NULL,
+		GI_CHECK(s->pairmap.by_list && s->pairmap.ents != NULL,
 				 "pair map not keyed by list");
 		for (i = 0; i < s->pairmap.cap; i++)
 		{
-			uint64_t	key = s->pairmap.keys[i];
-			uint32_t	list = s->pairmap.lists[i];
-			uint32_t	row = s->pairmap.rows[i];
+			uint64_t	key = s->pairmap.ents[i].key;
+			uint32_t	list = s->pairmap.ents[i].list;
+			uint32_t	row = s->pairmap.ents[i].row;
 			uint64_t	a;
 
 			if (row == GI_NIL)
