@@ -96,6 +96,7 @@ gi_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 
 		key.dbid = MyDatabaseId;
 		key.relid = objectId;
+		key.part = 0;
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 	}
 	else if (access == OAT_DROP && classId == DatabaseRelationId && gi_shared != NULL)
@@ -105,6 +106,7 @@ gi_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 
 		key.dbid = objectId;
 		key.relid = InvalidOid;
+		key.part = 0;
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 	}
 }

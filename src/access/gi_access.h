@@ -44,6 +44,7 @@ gi_store_key(Relation index)
 
 	key.dbid = MyDatabaseId;
 	key.relid = RelationGetRelid(index);
+	key.part = 0;
 	return key;
 }
 
@@ -124,9 +125,26 @@ struct GiLoad
 	uint64		token;			/* from LOAD_BEGIN */
 	GiRecordBuf records;
 	bool		taken_over;		/* a chunk was answered BUSY */
+	bool		over_budget;	/* a chunk was answered OVER_BUDGET */
 };
 
 extern bool gi_load(Relation index, GiLoadSpec *spec);
+
+/* ---- an index searched in parts when its store does not fit (gi_parts.c) ---- */
+
+/* the part of the rows a load fills: all of them while gi_load_nparts is 0 */
+extern uint32 gi_load_nparts;
+extern uint32 gi_load_part;
+extern bool gi_key_in_load_part(uint64 key);
+
+/* set when a load was answered OVER_BUDGET (the service dropped the store) */
+extern bool gi_load_over_budget;
+extern void gi_load_note_over_budget(const GiRespArgs *rargs);
+extern void gi_over_budget_error(void) pg_attribute_noreturn();
+extern const char *gi_over_budget_reason(void);
+
+/* a search (GI_REQ_SEARCH) answered from the index's parts in turn */
+extern void gi_search_in_parts(Relation index, GiCall *call, GiLoadFn load);
 extern bool gi_load_emit(GiLoad *load, uint64 key, uint32 list,
 						 const void *payload);
 

@@ -12,14 +12,17 @@
 #include "postgres.h"
 
 #include "storage/bufmgr.h"
+#include "storage/proc.h"
 #include "utils/memutils.h"
 
 #include "gi_access.h"
 
 /*
- * Load the index's store.  True when the store is ready (loaded by us, or
- * already loaded), false when another backend is loading it or took our
- * load over: the caller waits and retries its request.
+ * Load the index's store (or, while gi_load_nparts is set, the session's
+ * store of one part of it).  True when the store is ready (loaded by us,
+ * or already loaded), false when another backend is loading it or took
+ * our load over: the caller waits and retries its request; or when it does
+ * not fit (gi_load_over_budget set, the store dropped by the service).
  */
 bool
 gi_load(Relation index, GiLoadSpec *spec)
@@ -32,7 +35,10 @@ gi_load(Relation index, GiLoadSpec *spec)
 	memset(&load, 0, sizeof(load));
 	load.index = index;
 	load.key = gi_store_key(index);
+	if (gi_load_nparts > 0)
+		load.key.part = (uint32) MyProc->pgprocno + 1;
 	load.relfilenode = gi_store_relfilenode(index);
+	gi_load_over_budget = false;
 
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_LOAD_BEGIN;
@@ -59,6 +65,9 @@ gi_load(Relation index, GiLoadSpec *spec)
 		case GI_REPLY_OK:
 			load.token = call.rargs.token;
 			break;
+		case GI_REPLY_OVER_BUDGET:
+			gi_load_note_over_budget(&call.rargs);
+			return false;
 		default:
 			elog(ERROR, "unexpected gpuindex reply %d to LOAD_BEGIN", (int) call.reply);
 	}
@@ -66,15 +75,17 @@ gi_load(Relation index, GiLoadSpec *spec)
 	gi_records_init(&load.records, CurrentMemoryContext, spec->record_bytes,
 					PG_UINT32_MAX);
 	spec->walk(&load, spec->walk_arg);
-	if (!load.taken_over)
+	if (!load.taken_over && !load.over_budget)
 	{
 		reply = gi_records_send(&load.records, load.key, load.relfilenode,
 								GI_REQ_LOAD_CHUNK, load.token);
 		if (reply == GI_REPLY_BUSY)
 			load.taken_over = true;
+		else if (reply == GI_REPLY_OVER_BUDGET)
+			load.over_budget = true;
 	}
 	gi_records_free(&load.records);
-	if (load.taken_over)
+	if (load.taken_over || load.over_budget)
 		return false;
 
 	memset(&args, 0, sizeof(args));
@@ -91,13 +102,22 @@ gi_load(Relation index, GiLoadSpec *spec)
 bool
 gi_load_emit(GiLoad *load, uint64 key, uint32 list, const void *payload)
 {
-	if (load->taken_over)
+	if (load->taken_over || load->over_budget)
 		return false;
-	if (gi_records_add(&load->records, key, list, payload) &&
-		gi_records_send(&load->records, load->key, load->relfilenode,
-						GI_REQ_LOAD_CHUNK, load->token) == GI_REPLY_BUSY)
-		load->taken_over = true;
-	return !load->taken_over;
+	if (!gi_key_in_load_part(key))
+		return true;
+	if (gi_records_add(&load->records, key, list, payload))
+	{
+		GiReply		reply = gi_records_send(&load->records, load->key,
+											load->relfilenode,
+											GI_REQ_LOAD_CHUNK, load->token);
+
+		if (reply == GI_REPLY_BUSY)
+			load->taken_over = true;
+		else if (reply == GI_REPLY_OVER_BUDGET)
+			load->over_budget = true;
+	}
+	return !load->taken_over && !load->over_budget;
 }
 
 typedef struct LoadItems

@@ -53,6 +53,7 @@ flush_entry(PendingInserts *p)
 
 	key.dbid = MyDatabaseId;
 	key.relid = p->indexoid;
+	key.part = 0;
 	(void) gi_records_send(&p->records, key, p->relfilenode, GI_REQ_INSERT, 0);
 }
 
@@ -65,6 +66,7 @@ drop_orphans(void)
 
 		key.dbid = MyDatabaseId;
 		key.relid = linitial_oid(orphans);
+		key.part = 0;
 		(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 		orphans = list_delete_first(orphans);
 	}

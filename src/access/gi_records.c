@@ -91,6 +91,8 @@ gi_records_send(GiRecordBuf *rb, GiStoreKey key, Oid relfilenode,
 	gi_call(&call);
 	pfree(buf);
 	rb->n = 0;
+	if (call.reply == GI_REPLY_OVER_BUDGET)
+		gi_load_note_over_budget(&call.rargs);
 	return call.reply;
 }
 

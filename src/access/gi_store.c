@@ -27,6 +27,19 @@ gi_backoff(int *attempt)
 }
 
 /*
+ * The index's store does not fit: a search is answered from its parts in
+ * turn; any other request gets the reason as its error.
+ */
+static void
+search_over_budget(Relation index, GiCall *call, GiLoadFn load)
+{
+	gi_load_over_budget = false;
+	if (call->type != GI_REQ_SEARCH)
+		gi_over_budget_error();
+	gi_search_in_parts(index, call, load);
+}
+
+/*
  * A request that needs the index's store (a search), with the store key
  * and relfilenode filled in: load the store with the AM's loader when the
  * service does not have it, wait while someone else loads it, and on a hot
@@ -55,6 +68,11 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 					CHECK_FOR_INTERRUPTS();
 					continue;
 				}
+				if (gi_load_over_budget)
+				{
+					search_over_budget(index, call, load);
+					return;
+				}
 				gi_backoff(&attempt);
 				break;
 			case GI_REPLY_STALE:
@@ -63,6 +81,11 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 				{
 					CHECK_FOR_INTERRUPTS();
 					continue;
+				}
+				if (gi_load_over_budget)
+				{
+					search_over_budget(index, call, load);
+					return;
 				}
 				gi_backoff(&attempt);
 				break;
@@ -89,7 +112,19 @@ gi_store_replace(Relation index, GiLoadFn load)
 
 	(void) gi_call_simple(GI_REQ_DROP, &key, NULL, NULL);
 	while (!load(index))
+	{
+		/* too large to load: searches will load it in parts */
+		if (gi_load_over_budget)
+		{
+			gi_load_over_budget = false;
+			ereport(NOTICE,
+					(errmsg("index \"%s\" does not fit the gpuindex memory budget: its searches will load it in parts",
+							RelationGetRelationName(index)),
+					 errdetail("%s", gi_over_budget_reason())));
+			break;
+		}
 		gi_backoff(&attempt);
+	}
 }
 
 /*

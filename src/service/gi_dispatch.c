@@ -148,14 +148,19 @@ handle_drop(GiWork *w)
 {
 	GiStoreEntry *e;
 
-	if (w->slot->key.relid == InvalidOid)
+	if (w->slot->key.relid == InvalidOid || w->slot->key.part == 0)
 	{
 		HASH_SEQ_STATUS status;
 
-		/* DROP DATABASE: removing the entry just returned is allowed */
+		/*
+		 * DROP DATABASE: every store of the database; an index's store:
+		 * the parts sessions hold too.  Removing the entry just returned
+		 * is allowed.
+		 */
 		gi_stores_seq_init(&status);
 		while ((e = hash_seq_search(&status)) != NULL)
-			if (e->key.dbid == w->slot->key.dbid)
+			if (e->key.dbid == w->slot->key.dbid &&
+				(w->slot->key.relid == InvalidOid || e->key.relid == w->slot->key.relid))
 				gi_store_remove(e);
 	}
 	else if ((e = gi_store_lookup(&w->slot->key)) != NULL)
@@ -280,6 +285,8 @@ cmp_work(const void *a, const void *b)
 		return x->key.dbid < y->key.dbid ? -1 : 1;
 	if (x->key.relid != y->key.relid)
 		return x->key.relid < y->key.relid ? -1 : 1;
+	if (x->key.part != y->key.part)
+		return x->key.part < y->key.part ? -1 : 1;
 	if (phase(wx) != phase(wy))
 		return phase(wx) < phase(wy) ? -1 : 1;
 	if (x->args.relfilenode != y->args.relfilenode)

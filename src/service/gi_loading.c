@@ -153,7 +153,8 @@ gi_load_begin(GiWork *w)
 		st = kops->set_state(e->store, w->buf, slot->in_size);
 	if (st != GI_OK)
 	{
-		gi_reply_status(w, st);
+		if (!gi_reply_over_budget(w, st))
+			gi_reply_status(w, st);
 		gi_store_remove(e);
 		return;
 	}

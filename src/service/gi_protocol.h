@@ -83,14 +83,20 @@ typedef enum GiReply
 								 * requester does it itself */
 	GI_REPLY_NO_JOB,			/* the k-means job is gone (service
 								 * restarted): the requester does it itself */
-	GI_REPLY_STALE				/* hot standby: the store covers WAL replay
+	GI_REPLY_STALE,				/* hot standby: the store covers WAL replay
 								 * up to rargs.lsn only, before args.lsn */
+	GI_REPLY_OVER_BUDGET		/* LOAD_CHUNK: the store does not fit the
+								 * memory budget (or the device): rargs.errmsg
+								 * says why; the loader drops it */
 } GiReply;
 
 typedef struct GiStoreKey
 {
 	Oid			dbid;
 	Oid			relid;			/* index OID */
+	uint32		part;			/* 0: the index's store; else a session's
+								 * private store of a part of the index,
+								 * loaded for one search at a time */
 } GiStoreKey;
 
 /* bytes of kind (or k-means job) arguments a request carries */

@@ -70,6 +70,16 @@ gi_reply_status(GiWork *w, gi_status st)
 }
 
 bool
+gi_reply_over_budget(GiWork *w, gi_status st)
+{
+	if (st != GI_ERR_LIMIT && st != GI_ERR_NOMEM)
+		return false;
+	gi_reply_status(w, st);
+	w->slot->reply = GI_REPLY_OVER_BUDGET;
+	return true;
+}
+
+bool
 gi_reply_check_backend(GiWork *w)
 {
 	if (gi_ops)

@@ -36,6 +36,12 @@ extern void gi_reply_error(GiWork *w, int sqlstate, const char *fmt,...) pg_attr
 /* a compute backend failure, with its message and a matching SQLSTATE */
 extern void gi_reply_status(GiWork *w, gi_status st);
 
+/*
+ * A store that does not fit (the memory budget, or the device): answer
+ * OVER_BUDGET with the reason, true; false for any other status.
+ */
+extern bool gi_reply_over_budget(GiWork *w, gi_status st);
+
 /* ERROR when no compute backend is usable; true when one is */
 extern bool gi_reply_check_backend(GiWork *w);
 

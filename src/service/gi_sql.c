@@ -141,7 +141,11 @@ gpuindex_store_stats(PG_FUNCTION_ARGS)
 		values[c++] = ObjectIdGetDatum(r->relfilenode);
 		values[c++] = CStringGetTextDatum(r->kind);
 		values[c++] = CStringGetTextDatum(r->backend);
-		values[c++] = CStringGetTextDatum(r->ready ? "ready" : "loading");
+		/* a session's store of a part of the index (a search in parts) */
+		if (r->key.part != 0)
+			values[c++] = CStringGetTextDatum(r->ready ? "part" : "loading part");
+		else
+			values[c++] = CStringGetTextDatum(r->ready ? "ready" : "loading");
 		if (r->dim > 0)
 			values[c++] = Int32GetDatum((int32) r->dim);
 		else

@@ -101,8 +101,20 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 			kops->inserted(e->store, (uint32) pos, lists, payloads);
 		if (st != GI_OK)
 		{
+			bool		over = false;
+
+			/*
+			 * A load that does not fit: its loader searches the index in
+			 * parts instead, and the half-loaded store goes at once.
+			 */
 			for (int i = 0; i < nvalid; i++)
-				gi_reply_status(group[i], st);
+				if (group[i]->slot->type == GI_REQ_LOAD_CHUNK &&
+					gi_reply_over_budget(group[i], st))
+					over = true;
+				else
+					gi_reply_status(group[i], st);
+			if (over)
+				gi_store_remove(e);
 			return;
 		}
 	}
