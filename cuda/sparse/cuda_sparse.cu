@@ -156,13 +156,7 @@ gi_cu_sparse_inserted(gi_store *s, uint32_t n, const uint32_t *lists, const void
 	if (sp != NULL && sp->bound != NULL)
 		gi_sparse_bound_note(sp->bound, sp->dim, n, lists, payloads);
 	if (sp != NULL && sp->unit != NULL)
-	{
-		const float *w = (const float *) payloads;
-
-		for (uint32_t i = 0; i < n; i++)
-			if (lists[i] < sp->dim && w[i] != 1.0f)
-				sp->unit[lists[i]] = 0;
-	}
+		gi_sparse_unit_note(sp->unit, sp->dim, n, lists, payloads);
 }
 
 static gi_status
@@ -874,19 +868,11 @@ gi_sp_countable(const gi_cu_sparse *sp, const gi_sp_query *qv, uint32_t nq, uint
 		return false;
 	for (uint32_t q = 0; q < nq; q++)
 	{
-		uint32_t	sum = 0;
+		uint32_t	sum = gi_sparse_count_sum(sp->unit, qv[q].nnz, qv[q].terms,
+											  qv[q].w, GI_SP_COUNT_MAX);
 
-		for (uint32_t j = 0; j < qv[q].nnz; j++)
-		{
-			float		w = qv[q].w[j];
-
-			if (!(w >= 1.0f && w <= (float) GI_SP_COUNT_MAX) || w != floorf(w) ||
-				!sp->unit[qv[q].terms[j]])
-				return false;
-			sum += (uint32_t) w;
-			if (sum > GI_SP_COUNT_MAX)
-				return false;
-		}
+		if (sum == 0 && qv[q].nnz > 0)
+			return false;
 		if (sum > most)
 			most = sum;
 	}

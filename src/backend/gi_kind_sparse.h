@@ -58,7 +58,8 @@ typedef enum gi_sparse_method
 typedef struct gi_sparse_search_params
 {
 	uint32_t	dim;			/* == the state's dim */
-	uint32_t	method;			/* gi_sparse_method; hosts ignore it */
+	uint32_t	method;			/* gi_sparse_method; the host counts (GI_SPARSE_COUNT)
+								 * whenever it can, unless TERM or DOC */
 } gi_sparse_search_params;
 
 static inline size_t
@@ -81,6 +82,47 @@ gi_sparse_bound_note(float *bound, uint32_t nlists, uint32_t n,
 		if (lists[i] < nlists && a > bound[lists[i]])
 			bound[lists[i]] = a;
 	}
+}
+
+/*
+ * The counting paths (GI_SPARSE_COUNT) need every record of a query's
+ * lists to weigh 1: unit[list] (1 when created) drops to 0 for good once
+ * a record of another weight is inserted into the list.
+ */
+static inline void
+gi_sparse_unit_note(uint8_t *unit, uint32_t nlists, uint32_t n,
+					const uint32_t *lists, const void *payloads)
+{
+	const float *w = (const float *) payloads;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (lists[i] < nlists && w[i] != 1.0f)
+			unit[lists[i]] = 0;
+}
+
+/*
+ * Can a query be counted: every weight a whole number from 1, summing to at
+ * most max, and every record of its lists weighing 1?  Returns the sum (a
+ * row's highest count), or 0 when it cannot.
+ */
+static inline uint32_t
+gi_sparse_count_sum(const uint8_t *unit, uint32_t nnz, const uint32_t *terms,
+					const float *weights, uint32_t max)
+{
+	uint32_t	sum = 0;
+
+	for (uint32_t j = 0; j < nnz; j++)
+	{
+		float		w = weights[j];
+
+		if (!(w >= 1.0f && w <= (float) max) || w != (float) (uint32_t) w ||
+			!unit[terms[j]])
+			return 0;
+		sum += (uint32_t) w;
+		if (sum > max)
+			return 0;
+	}
+	return sum;
 }
 
 #ifdef __cplusplus

@@ -186,10 +186,15 @@ pack_query(unsigned char *out, uint32_t nnz, const uint32_t *terms,
 	return gi_sparse_query_bytes(nnz);
 }
 
-/* search nq queries at once and compare each with the full sort */
+/*
+ * Search nq queries at once and compare each with the full sort; with
+ * whole, the query weights are whole numbers (1 to 3), which the store
+ * counts when the lists' records all weigh 1.
+ */
 static void
-check_queries(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs,
-			  uint32_t nq, uint32_t qnnz, uint32_t k)
+check_queries_with(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs,
+				   uint32_t nq, uint32_t qnnz, uint32_t k, bool whole,
+				   gi_sparse_method method)
 {
 	uint32_t   *qterms = malloc(sizeof(uint32_t) * nq * (qnnz + 1));
 	float	   *qweights = malloc(sizeof(float) * nq * (qnnz + 1));
@@ -198,13 +203,15 @@ check_queries(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs,
 	gi_hit	   *hits = malloc(sizeof(gi_hit) * nq * k + 1);
 	uint32_t   *found = malloc(sizeof(uint32_t) * nq);
 	ref_hit    *ref = malloc(sizeof(ref_hit) * (ndocs + 1));
-	gi_sparse_search_params p = {dim, GI_SPARSE_AUTO};
+	gi_sparse_search_params p = {dim, method};
 	size_t		bytes = 0;
 
 	for (uint32_t q = 0; q < nq; q++)
 	{
 		qn[q] = q % 7 == 6 ? 0 : 1 + rng_below(qnnz);
 		random_vector(dim, qn[q], qterms + q * qnnz, qweights + q * qnnz, true);
+		for (uint32_t i = 0; whole && i < qn[q]; i++)
+			qweights[q * qnnz + i] = (float) (1 + rng_below(3));
 		bytes += pack_query(packed + bytes, qn[q], qterms + q * qnnz,
 							qweights + q * qnnz);
 	}
@@ -254,6 +261,13 @@ check_queries(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs,
 	free(hits);
 	free(found);
 	free(ref);
+}
+
+static void
+check_queries(gi_store *s, uint32_t dim, const doc *docs, uint32_t ndocs,
+			  uint32_t nq, uint32_t qnnz, uint32_t k)
+{
+	check_queries_with(s, dim, docs, ndocs, nq, qnnz, k, false, GI_SPARSE_AUTO);
 }
 
 static void
@@ -438,6 +452,68 @@ test_key_ordinals_reused(void **state)
 	ops->store_destroy(s);
 }
 
+/*
+ * Match counts (every record weighs 1, whole query weights): the counting
+ * path (c-PQ) and the term path both equal the brute-force counts, ties
+ * by key, through deletes and a list that stops being all ones.
+ */
+static void
+test_sparse_counts(void **state)
+{
+	const uint32_t dim = 48;
+	const uint32_t ndocs = 3000;
+	doc		   *docs = calloc(ndocs + 1, sizeof(doc));
+	float		two = 2.5f;
+	uint32_t	five = 5;
+	gi_store   *s;
+
+	(void) state;
+	rng_seed(11);
+	s = sparse_store(dim);
+	for (uint32_t d = 0; d < ndocs; d++)
+	{
+		docs[d].key = (uint64_t) (d * 7919 % ndocs) + 1;
+		docs[d].nnz = 1 + rng_below(10);
+		docs[d].terms = malloc(sizeof(uint32_t) * docs[d].nnz);
+		docs[d].weights = malloc(sizeof(float) * docs[d].nnz);
+		random_vector(dim, docs[d].nnz, docs[d].terms, docs[d].weights, true);
+		for (uint32_t i = 0; i < docs[d].nnz; i++)
+			docs[d].weights[i] = 1.0f;
+		docs[d].live = true;
+		insert_doc(s, &docs[d]);
+	}
+	for (uint32_t k = 1; k <= 300; k *= 5)
+	{
+		check_queries_with(s, dim, docs, ndocs, 30, 8, k, true, GI_SPARSE_AUTO);
+		check_queries_with(s, dim, docs, ndocs, 30, 8, k, true, GI_SPARSE_TERM);
+	}
+	for (uint32_t d = 0; d < ndocs; d += 3)
+	{
+		uint64_t	n;
+
+		assert_int_equal(ops->store_delete(s, 1, &docs[d].key, &n), GI_OK);
+		docs[d].live = false;
+	}
+	check_queries_with(s, dim, docs, ndocs, 30, 8, 10, true, GI_SPARSE_AUTO);
+	/* a record of weight 2.5 in list 5: queries on it are scored, not counted */
+	docs[ndocs].key = 999999;
+	docs[ndocs].nnz = 1;
+	docs[ndocs].terms = &five;
+	docs[ndocs].weights = &two;
+	docs[ndocs].live = true;
+	insert_doc(s, &docs[ndocs]);
+	check_queries_with(s, dim, docs, ndocs + 1, 30, 8, 10, true, GI_SPARSE_AUTO);
+	check_queries_with(s, dim, docs, ndocs + 1, 30, 8, 10, false, GI_SPARSE_AUTO);
+	check_store(s);
+	ops->store_destroy(s);
+	for (uint32_t d = 0; d < ndocs; d++)
+	{
+		free(docs[d].terms);
+		free(docs[d].weights);
+	}
+	free(docs);
+}
+
 int
 main(void)
 {
@@ -446,6 +522,7 @@ main(void)
 		cmocka_unit_test(test_sparse_ties),
 		cmocka_unit_test(test_sparse_bad_queries),
 		cmocka_unit_test(test_key_ordinals_reused),
+		cmocka_unit_test(test_sparse_counts),
 	};
 
 	ops = gi_host_backend();
