@@ -139,6 +139,7 @@ SELECT count(*) FROM gpuivf_pq_codes('pq_l2');
 --
 -- the batch API: code distances, nearest first, 10 per query
 --
+SET gpuivf.pq_rerank = 0;
 SELECT count(*) AS hits, count(DISTINCT query) AS queries
 FROM gpuivf_search('pq_l2', (SELECT array_agg(v ORDER BY q) FROM pq_queries WHERE q <= 5), 10);
 -- nearest first within each query
@@ -151,6 +152,30 @@ FROM (SELECT query, array_agg(i.id) AS ids
       FROM gpuivf_search('pq_l2', (SELECT array_agg(v ORDER BY q) FROM pq_queries), 10) s
       JOIN pq_items i ON i.ctid = s.ctid GROUP BY query) r
 JOIN pq_exact e ON e.q = r.query;
+-- with re-ranking: the exact top 10 of each query, with exact distances
+SET gpuivf.pq_rerank = 10;
+SELECT count(*) FILTER (WHERE e.l2 = r.ids) AS exact, bool_and(r.dist_ok) AS exact_distances
+FROM (SELECT query, array_agg(i.id ORDER BY n) AS ids,
+             bool_and(abs(s.distance - (i.v <-> q.v)) < 1e-5) AS dist_ok
+      FROM gpuivf_search('pq_l2', (SELECT array_agg(v ORDER BY q) FROM pq_queries), 10)
+           WITH ORDINALITY s(query, ctid, distance, n)
+      JOIN pq_items i ON i.ctid = s.ctid JOIN pq_queries q ON q.q = s.query
+      GROUP BY query) r
+JOIN pq_exact e ON e.q = r.query;
+-- rows deleted but not vacuumed are candidates the snapshot does not see
+BEGIN;
+DELETE FROM pq_items WHERE id IN (SELECT unnest(l2[1:5]) FROM pq_exact WHERE q = 1);
+SELECT count(*) AS hits, count(DISTINCT s.ctid) AS distinct_rows,
+       bool_and(i.id IS NOT NULL) AS all_visible
+FROM gpuivf_search('pq_l2', (SELECT v FROM pq_queries WHERE q = 1), 10) s
+LEFT JOIN pq_items i ON i.ctid = s.ctid;
+-- one candidate per row: the search asks again for more candidates
+SET gpuivf.pq_rerank = 1;
+SELECT count(*) AS hits, count(DISTINCT s.ctid) AS distinct_rows,
+       bool_and(i.id IS NOT NULL) AS all_visible
+FROM gpuivf_search('pq_l2', (SELECT v FROM pq_queries WHERE q = 1), 10) s
+LEFT JOIN pq_items i ON i.ctid = s.ctid;
+ROLLBACK;
 
 -- an index built on an empty table takes rows (searchable, codebooks untrained)
 CREATE TABLE pq_empty (id int, v real[]);
