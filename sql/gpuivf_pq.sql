@@ -184,6 +184,31 @@ INSERT INTO pq_empty VALUES (1, '{1,2,3,4}'), (2, '{5,6,7,8}');
 SELECT id FROM pq_empty ORDER BY v <-> '{5,6,7,8}' LIMIT 1;
 DROP TABLE pq_empty;
 
+-- the codebooks and codes are for those who may read the whole table
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_gpuindex_pq_reader;
+CREATE ROLE regress_gpuindex_pq_reader;
+RESET client_min_messages;
+SET ROLE regress_gpuindex_pq_reader;
+SELECT count(*) FROM gpuivf_pq_codebooks('pq_l2');
+SELECT count(*) FROM gpuivf_pq_codes('pq_l2');
+RESET ROLE;
+GRANT SELECT ON pq_items TO regress_gpuindex_pq_reader;
+SET ROLE regress_gpuindex_pq_reader;
+SELECT count(*) FROM gpuivf_pq_codebooks('pq_l2');
+SELECT count(*) FROM gpuivf_pq_codes('pq_l2');
+RESET ROLE;
+ALTER TABLE pq_items ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pq_none ON pq_items FOR SELECT USING (false);
+SET ROLE regress_gpuindex_pq_reader;
+SELECT count(*) FROM gpuivf_pq_codebooks('pq_l2');
+SELECT count(*) FROM gpuivf_pq_codes('pq_l2');
+RESET ROLE;
+ALTER TABLE pq_items DISABLE ROW LEVEL SECURITY;
+DROP POLICY pq_none ON pq_items;
+REVOKE SELECT ON pq_items FROM regress_gpuindex_pq_reader;
+DROP ROLE regress_gpuindex_pq_reader;
+
 -- a flat index refuses the pq functions
 CREATE INDEX pq_flat ON pq_items USING gpuivf (v real_l2_ops) WITH (lists = 10);
 SELECT * FROM gpuivf_pq_codebooks('pq_flat');
