@@ -123,6 +123,17 @@ SELECT count(*) FILTER (WHERE e.cos = array(SELECT i.id FROM pq_items i ORDER BY
 FROM pq_queries q JOIN pq_exact e USING (q);
 DROP INDEX pq_cos;
 
+-- re-ranking reads an expression index's value as the index computed it
+SET gpuivf.pq_rerank = 10;
+CREATE INDEX pq_expr ON pq_items USING gpuivf ((v[1:8]) real_l2_ops)
+	WITH (lists = 10, quantizer = 'pq', pq_m = 4);
+SELECT count(*) FILTER (WHERE array(SELECT i.id FROM pq_items i ORDER BY i.v[1:8] <-> q.v[1:8] LIMIT 10)
+                            = array(SELECT i.id FROM pq_items i ORDER BY l2_distance(i.v[1:8], q.v[1:8]), i.id LIMIT 10))
+       AS exact
+FROM pq_queries q;
+EXPLAIN (COSTS OFF) SELECT id FROM pq_items ORDER BY v[1:8] <-> '{1,2,3,4,5,6,7,8}' LIMIT 10;
+DROP INDEX pq_expr;
+
 --
 -- DML: a new row is found, a deleted one is gone after VACUUM
 --
