@@ -103,21 +103,28 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 
 		for (i = 0; i < GI_SLAB_RECORDS; i++)
 			acc[i] = base;
-		/* sub-space s is byte s % 4 of word s / 4 of each record */
-		for (uint32_t s = 0; s < st->m; s++)
-		{
-			const uint32_t *words = view.payload + (size_t) (s / 4) * GI_SLAB_RECORDS;
-			const float *row = lut + (size_t) s * ksub;
 
-			for (bits = view.bitmap; bits; bits &= bits - 1)
+		/*
+		 * Word w of every slot holds sub-spaces 4w .. 4w+3 (byte s % 4, in
+		 * memory order); each slot adds them in sub-space order.  Slots
+		 * without a valid bit (zeros, or a deleted record's code) are
+		 * computed too and never pushed.
+		 */
+		for (uint32_t w = 0; w * 4 < st->m; w++)
+		{
+			const uint32_t *words = view.payload + (size_t) w * GI_SLAB_RECORDS;
+			uint32_t	nb = st->m - w * 4 < 4 ? st->m - w * 4 : 4;
+			const float *row = lut + (size_t) w * 4 * ksub;
+
+			for (i = 0; i < GI_SLAB_RECORDS; i++)
 			{
 				uint8_t		b[4];
-				uint32_t	code;
+				double		a = acc[i];
 
-				i = (uint32_t) __builtin_ctz(bits);
 				memcpy(b, words + i, sizeof(b));
-				code = b[s % 4];
-				acc[i] += code < ksub ? (double) row[code] : NAN;
+				for (uint32_t j = 0; j < nb; j++)
+					a += b[j] < ksub ? (double) row[j * ksub + b[j]] : NAN;
+				acc[i] = a;
 			}
 		}
 		for (bits = view.bitmap; bits; bits &= bits - 1)
