@@ -517,7 +517,8 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
 	/* threads: for enough work, and as many as their scratch allows */
 	work = ((uint64_t) params->nlists + stats.rows * probes / params->nlists) * dim;
 	workers = gi_host_pool_worth(work * nq) ? gi_host_pool_threads() : 1;
-	per_worker = (cap1 + probes) * sizeof(gi_host_cand);
+	per_worker = (cap1 + probes) * sizeof(gi_host_cand) +
+		(scorer != NULL ? scorer->scratch_floats * sizeof(float) : 0);
 	if (workers > 1 && GI_HOST_POOL_SCRATCH / per_worker + 1 < workers)
 		workers = (uint32_t) (GI_HOST_POOL_SCRATCH / per_worker + 1);
 
