@@ -238,6 +238,7 @@ _PG_init(void)
 	}
 
 	gi_kind_register(&gi_kind_ivf);
+	gi_kind_register(&gi_kind_ivfpq);
 	gi_kind_register(&gi_kind_sparse);
 	gpuivf_init();
 	gpusparse_init();

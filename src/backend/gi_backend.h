@@ -65,7 +65,7 @@ typedef struct gi_device gi_device; /* opaque, one per compute device */
  * Store kinds: what a record holds and how a search scores it (see
  * docs/architecture.md, "Store kinds").  The store itself is the same for
  * every kind; a kind adds its per-store state and its search, declared in
- * its own header (gi_kind_ivf.h, ...) and reached through
+ * its own header (gi_kind_ivf.h, gi_kind_ivfpq.h, ...) and reached through
  * gi_backend_ops.kinds[kind].
  */
 typedef enum gi_kind
@@ -74,6 +74,7 @@ typedef enum gi_kind
 	GI_KIND_IVF = 1,			/* lists: centroids; record: a float vector */
 	GI_KIND_SPARSE = 2,			/* lists: dimensions; record: a weight */
 	GI_KIND_KEYWORD = 3,		/* lists: keywords; record: a count */
+	GI_KIND_IVFPQ = 4,			/* lists: centroids; record: a PQ code */
 	GI_KIND_COUNT
 } gi_kind;
 

@@ -101,3 +101,17 @@ CREATE FUNCTION gpuivf_list_items(index regclass)
 	LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION gpuivf_list_items(regclass) IS
 	'every entry of a gpuivf index with the list that holds it, read from the index pages';
+
+CREATE FUNCTION gpuivf_pq_codebooks(index regclass)
+	RETURNS TABLE(subspace integer, entry integer, centroid real[])
+	AS 'MODULE_PATHNAME', 'gpuivf_pq_codebooks'
+	LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION gpuivf_pq_codebooks(regclass) IS
+	'every codebook entry of a gpuivf index with quantizer = ''pq'' (sub-space, entry number, its floats)';
+
+CREATE FUNCTION gpuivf_pq_codes(index regclass)
+	RETURNS TABLE(list integer, ctid tid, code integer[])
+	AS 'MODULE_PATHNAME', 'gpuivf_pq_codes'
+	LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION gpuivf_pq_codes(regclass) IS
+	'every entry of a gpuivf index with quantizer = ''pq'': its list, row and code (one entry number per sub-space), read from the index pages';

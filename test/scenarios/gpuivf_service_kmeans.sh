@@ -10,8 +10,9 @@
 # in SQL with the operators' double arithmetic, ties to the lower list);
 # builds are deterministic (REINDEX gives the same centroids); recall is
 # sane; tiny and degenerate tables build; on the host, the service's
-# training gives exactly the centroids of a build that trains itself, and
-# stops when its build is cancelled.
+# training gives exactly the centroids (and a pq index's codebooks and
+# codes) of a build that trains itself, and stops when its build is
+# cancelled.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
@@ -67,6 +68,19 @@ check "IP: centroids of the spherical k-means have unit length" t \
 	"$(q "SELECT bool_and(abs(sqrt(inner_product(centroid, centroid)) - 1) < 1e-5) FROM gpuivf_centroids('km_ip')")"
 q "CREATE INDEX km_cos ON km USING gpuivf (v real_cosine_ops) WITH (lists = 20)" >/dev/null
 check "cosine: every row is indexed once" 6200 "$(q "SELECT count(DISTINCT ctid) FROM gpuivf_list_items('km_cos')")"
+pq_sum() {
+	q "SELECT md5((SELECT string_agg(centroid::text, ';' ORDER BY subspace, entry) FROM gpuivf_pq_codebooks('$1'))
+	              || (SELECT string_agg(list || ':' || ctid || ':' || code::text, ';' ORDER BY ctid) FROM gpuivf_pq_codes('$1')))"
+}
+if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
+	# IVF-PQ (host backend only) on the service's centroids: the codebooks
+	# train on the rows as they are, not on the samples the k-means scaled
+	q "CREATE INDEX km_pq ON km USING gpuivf (v real_ip_ops) WITH (lists = 20, quantizer = 'pq', pq_m = 8, pq_bits = 6)" >/dev/null
+	check "pq: every row is indexed once" "6200 6200" \
+		"$(q "SELECT count(*) || ' ' || count(DISTINCT ctid) FROM gpuivf_pq_codes('km_pq')")"
+	p1=$(pq_sum km_pq)
+	check "pq: codebooks and codes read back" 1 "$(echo "$p1" | grep -cE '^[0-9a-f]{32}$')"
+fi
 
 # tiny and degenerate tables
 q "CREATE TABLE km_tiny (id int, v real[]);
@@ -113,6 +127,8 @@ if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
 		"k-means (this backend), assign (this backend)" "$where"
 	check "the service's host k-means gives the building backend's centroids exactly" "$c1" \
 		"$(q "SELECT md5(string_agg(centroid::text, ';' ORDER BY list)) FROM gpuivf_centroids('km_l2')")"
+	q "REINDEX INDEX km_pq" >/dev/null
+	check "pq: the same codebooks and codes when the building backend trains" "$p1" "$(pq_sum km_pq)"
 fi
 
 echo "gpuivf service k-means: $TESTS_PASSED passed, $TESTS_FAILED failed"

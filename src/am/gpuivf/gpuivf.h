@@ -10,16 +10,22 @@
  *	list-info pages		contiguous from meta->listinfo_start: one item per
  *						list (GpuivfListInfoData: the list's head, then
  *						its centroid)
+ *	codebook pages		quantizer = 'pq' only: contiguous from
+ *						meta->codebook_start, the m * ksub * dsub codebook
+ *						floats (gi_kind_ivfpq.h order), one item a page
  *	data pages			per-list chains (gi_access.h), one item per indexed
- *						row (GpuivfTupleData: heap TID, then the vector)
+ *						row (GpuivfTupleData: heap TID, then the vector, or
+ *						with quantizer = 'pq' the row's code, padded to a
+ *						multiple of 4 bytes)
  *
  * Every page carries a GiPageOpaqueData with GPUIVF_PAGE_ID.  Pages are
  * WAL-logged with GenericXLog (the bulk build logs full pages with
  * log_newpage_range at the end instead).  Chains, appends, VACUUM and page
  * recycling are the shared ones of src/access.
  *
- * The device service holds one store per index of kind GI_KIND_IVF;
- * records are (key = heap TID, list, vector).  Backends never search
+ * The device service holds one store per index of kind GI_KIND_IVF
+ * (GI_KIND_IVFPQ with quantizer = 'pq'); records are (key = heap TID,
+ * list, vector or code).  Backends never search
  * pages: scans and the batch API send GI_REQ_SEARCH, and a store the
  * service does not have is loaded from the pages on demand (gpuivf_load.c).
  */
@@ -40,7 +46,7 @@
 #include "utils/rel.h"
 
 #include "gi_access.h"
-#include "gi_kind_ivf.h"
+#include "gi_kind_ivfpq.h"
 
 #define GPUIVF_MAGIC		0x47495646	/* "GIVF" */
 #define GPUIVF_VERSION		1
@@ -52,8 +58,24 @@
 #define GPUIVF_METRIC_PROC	2	/* () -> int4: a gi_metric code */
 #define GPUIVF_NPROCS		2
 
-/* gpuivf's own page kind (GiPageOpaqueData.flags, beside GI_PAGE_*) */
+/* gpuivf's own page kinds (GiPageOpaqueData.flags, beside GI_PAGE_*) */
 #define GPUIVF_PAGE_LISTINFO	(1 << 1)
+#define GPUIVF_PAGE_CODEBOOK	(1 << 2)
+
+/* codebook floats per codebook page */
+#define GPUIVF_CODEBOOK_PAGE_FLOATS ((uint32) (GI_MAX_ITEM_SIZE / sizeof(float4)))
+
+/* the quantizer reloption: how a list stores its rows */
+#define GPUIVF_QUANTIZER_FLAT	0	/* the vectors */
+#define GPUIVF_QUANTIZER_PQ		1	/* product-quantizer codes of residuals */
+
+/* pq_bits: codebook entries 2^pq_bits, one code byte per sub-space */
+#define GPUIVF_DEFAULT_PQ_BITS	8
+#define GPUIVF_MIN_PQ_BITS		4
+#define GPUIVF_MAX_PQ_BITS		8
+
+/* PQ training: samples per codebook entry at most */
+#define GPUIVF_PQ_SAMPLES_PER_ENTRY	100
 
 /* the lists reloption */
 #define GPUIVF_DEFAULT_LISTS	100
@@ -83,6 +105,12 @@ typedef struct GpuivfMetaPageData
 	uint32		metric;			/* gi_metric of the operator class */
 	uint32		lists_per_page; /* list-info items per list-info page */
 	BlockNumber listinfo_start; /* first list-info page */
+	/* quantizer = 'pq' (zero for flat, as in indexes built before it) */
+	uint32		quantizer;		/* GPUIVF_QUANTIZER_* */
+	uint32		pq_m;			/* sub-spaces */
+	uint32		pq_ksub;		/* entries per codebook */
+	BlockNumber codebook_start; /* first codebook page; invalid: no
+								 * codebooks yet (all entries zero) */
 } GpuivfMetaPageData;
 
 typedef GpuivfMetaPageData *GpuivfMetaPage;
@@ -111,6 +139,10 @@ typedef GpuivfTupleData *GpuivfTuple;
 /* both kinds of item are an 8-byte header followed by dim floats */
 #define GPUIVF_ITEM_SIZE(dim) (offsetof(GpuivfTupleData, vec) + sizeof(float4) * (dim))
 
+/* a data item: the header, then record_bytes of vector or code */
+#define GPUIVF_RECORD_ITEM_SIZE(record_bytes) \
+	(offsetof(GpuivfTupleData, vec) + (record_bytes))
+
 /* the dimension limit: 2036 with 8 kB pages */
 #define GPUIVF_MAX_DIM \
 	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpuivfTupleData, vec)) / sizeof(float4)))
@@ -130,8 +162,13 @@ typedef struct GpuivfMeta
 	uint32		metric;
 	uint32		lists_per_page;
 	BlockNumber listinfo_start;
+	uint32		quantizer;		/* GPUIVF_QUANTIZER_* */
+	uint32		pq_m;			/* PQ only: sub-spaces */
+	uint32		pq_ksub;		/* PQ only: entries per codebook */
+	BlockNumber codebook_start;
 	float4	   *centroids;		/* lists * dim */
 	float4	   *cnorms;			/* lists: centroid norms (for cosine) */
+	float4	   *codebooks;		/* PQ only: pq_ksub * dim (gi_kind_ivfpq.h) */
 } GpuivfMeta;
 
 /* build phases shown in pg_stat_progress_create_index.subphase */
@@ -146,13 +183,25 @@ typedef struct GpuivfOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	int			lists;
+	int			quantizer;		/* offset of the string */
+	int			pq_m;			/* 0: not given */
+	int			pq_bits;		/* 0: not given */
 } GpuivfOptions;
+
+/* the quantizer options of an index, checked against its dimension */
+typedef struct GpuivfQuantizer
+{
+	uint32		quantizer;		/* GPUIVF_QUANTIZER_* */
+	uint32		pq_m;
+	uint32		pq_ksub;
+} GpuivfQuantizer;
 
 /* GUCs */
 extern int	gpuivf_probes;
 extern int	gpuivf_scan_batch;
 extern int	gpuivf_iterative_scan;
 extern int	gpuivf_max_probes;
+extern int	gpuivf_pq_rerank;
 
 /* gpuivf.iterative_scan */
 #define GPUIVF_ITERATIVE_OFF		0
@@ -162,6 +211,7 @@ extern int	gpuivf_max_probes;
 extern void gpuivf_init(void);
 extern bytea *gpuivf_options(Datum reloptions, bool validate);
 extern int	gpuivf_lists_option(Relation index);
+extern GpuivfQuantizer gpuivf_quantizer_option(Relation index, uint32 dim);
 
 /* gpuivf_handler.c */
 extern const float4 *gpuivf_datum_floats(Relation index, Datum value, int *dim,
@@ -177,13 +227,16 @@ extern void gpuivf_check_dim(const GpuivfMeta *meta, int dim);
 extern uint32 gpuivf_lists_per_page(uint32 dim);
 extern void gpuivf_init_metapage(Page page, uint32 dim, uint32 lists,
 								 uint32 requested_lists, uint32 metric,
-								 BlockNumber listinfo_start);
+								 BlockNumber listinfo_start,
+								 const GpuivfQuantizer *quantizer,
+								 BlockNumber codebook_start);
+extern uint32 gpuivf_record_bytes(const GpuivfMeta *meta);
 extern GpuivfMeta *gpuivf_get_meta(Relation index);
 extern GiListRef gpuivf_list_ref(const GpuivfMeta *meta, uint32 list);
 extern void gpuivf_list_dir(const GpuivfMeta *meta, GiListDir *dir);
 extern void gpuivf_initialize_lists(Relation index, uint32 dim);
-extern void gpuivf_append(Relation index, uint32 dim, GiListRef ref,
-						  ItemPointer heaptid, const float4 *vec);
+extern void gpuivf_append(Relation index, uint32 record_bytes, GiListRef ref,
+						  ItemPointer heaptid, const void *record);
 
 /* gpuivf_kmeans.c */
 extern uint32 gpuivf_kmeans(float4 *samples, int nsamples, int dim, int lists,
@@ -193,6 +246,23 @@ extern void gpuivf_centroid_norms(const float4 *centroids, uint32 lists,
 extern uint32 gpuivf_nearest_list(const float4 *centroids, const float4 *cnorms,
 								  uint32 lists, uint32 dim, uint32 metric,
 								  const float4 *vec);
+
+/* gpuivf_pq.c */
+extern void gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim,
+							uint32 metric, const float4 *centroids,
+							const float4 *cnorms, uint32 lists,
+							const GpuivfQuantizer *qz, float4 *codebooks);
+extern void gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list,
+							 const float4 *vec, uint8 *record);
+extern double gpuivf_exact_distance(uint32 metric, const float4 *a,
+									const float4 *b, uint32 dim);
+
+/* gpuivf_rerank.c */
+typedef struct GpuivfRerank GpuivfRerank;
+extern GpuivfRerank *gpuivf_rerank_begin(Relation index, Relation heap);
+extern uint32 gpuivf_rerank(GpuivfRerank *rr, Snapshot snapshot, const float4 *query,
+							uint32 dim, uint32 metric, gi_hit *hits, uint32 n);
+extern void gpuivf_rerank_end(GpuivfRerank *rr);
 
 /* gpuivf_build.c */
 extern IndexBuildResult *gpuivf_build(Relation heap, Relation index,

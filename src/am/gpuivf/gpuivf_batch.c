@@ -22,6 +22,12 @@
  * driver (gi_batch.c) sends the queries, checks visibility and continues
  * where too few rows were visible; this file reads the queries and says
  * how to search them.
+ *
+ * On a pq index with gpuivf.pq_rerank = N, each search asks for N times
+ * the hits, re-ranks them by exact distance (gpuivf_rerank.c) and keeps
+ * the best: a query gets the k nearest visible rows among the N * k
+ * nearest by code (more candidates when fewer than k of those are
+ * visible), with exact distances.
  */
 #include "postgres.h"
 
@@ -34,7 +40,9 @@
 #include "port/pg_bswap.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "gpuivf.h"
 #include "vecarray.h"
@@ -48,11 +56,14 @@ PG_FUNCTION_INFO_V1(gpuivf_search_bytea_key);
 typedef struct GpuivfBatchArg
 {
 	Relation	index;
+	Relation	heap;
 	const float4 *queries;
 	float4	   *qbuf;
 	uint32		dim;
 	uint32		metric;
 	uint32		probes;
+	uint32		rerank;			/* pq: candidates per hit re-ranked; 0: none */
+	GpuivfRerank *rr;
 } GpuivfBatchArg;
 
 static void
@@ -176,6 +187,73 @@ batch_queries_bytea(bytea *raw, uint32 dim, int *nq_out)
 	return q;
 }
 
+/*
+ * The re-ranked search of a pq index: for each query the candidates by
+ * code, re-ranked by exact distance, rows the snapshot does not see
+ * dropped; a query with fewer than kreq visible candidates while the
+ * service has more asks again for twice as many.  So found[i] < kreq only
+ * when the candidates ran out, and the driver never needs another round.
+ */
+static gi_hit *
+batch_search_reranked(GpuivfBatchArg *a, int n, uint32 kreq, uint32 **found)
+{
+	gi_hit	   *hits = palloc_extended(gi_search_out_size((uint32) n, kreq),
+									   MCXT_ALLOC_HUGE);
+	int		   *pend = palloc(sizeof(int) * n);
+	float4	   *sub = palloc_extended((Size) n * a->dim * sizeof(float4), MCXT_ALLOC_HUGE);
+	int			npend = n;
+	uint32		kc = (uint32) Min((uint64) kreq * a->rerank, (uint64) GPUIVF_MAX_K);
+	Snapshot	snapshot = GetActiveSnapshot();
+
+	*found = gi_search_found(hits, (uint32) n, kreq);
+	for (int i = 0; i < n; i++)
+		pend[i] = i;
+	if (a->rr == NULL)
+		a->rr = gpuivf_rerank_begin(a->index, a->heap);
+	while (npend > 0)
+	{
+		uint32	   *cfound;
+		gi_hit	   *cand;
+		int			nstill = 0;
+
+		for (int j = 0; j < npend; j++)
+			memcpy(sub + (Size) j * a->dim, a->qbuf + (Size) pend[j] * a->dim,
+				   a->dim * sizeof(float4));
+		cand = gpuivf_search_service(a->index, a->dim, sub, (uint32) npend, kc,
+									 a->probes, &cfound);
+		for (int j = 0; j < npend; j++)
+		{
+			int			i = pend[j];
+			gi_hit	   *c = cand + (Size) j * kc;
+			gi_hit	   *out = hits + (Size) i * kreq;
+			uint32		nr = gpuivf_rerank(a->rr, snapshot, sub + (Size) j * a->dim,
+										   a->dim, a->metric, c, cfound[j]);
+			uint32		keep = Min(nr, kreq);
+
+			if (keep < kreq && cfound[j] >= kc && kc < GPUIVF_MAX_K)
+			{
+				pend[nstill++] = i;
+				continue;
+			}
+			memcpy(out, c, keep * sizeof(gi_hit));
+			for (uint32 r = keep; r < kreq; r++)
+			{
+				out[r].key = 0;
+				out[r].distance = get_float4_infinity();
+				out[r].pad = 0;
+			}
+			(*found)[i] = keep;
+		}
+		pfree(cand);
+		npend = nstill;
+		kc = (uint32) Min((uint64) kc * 2, (uint64) GPUIVF_MAX_K);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(sub);
+	pfree(pend);
+	return hits;
+}
+
 static gi_hit *
 batch_search_some(void *arg, const int *qidx, int n, uint32 kreq, uint32 **found)
 {
@@ -184,6 +262,8 @@ batch_search_some(void *arg, const int *qidx, int n, uint32 kreq, uint32 **found
 	for (int i = 0; i < n; i++)
 		memcpy(a->qbuf + (Size) i * a->dim, a->queries + (Size) qidx[i] * a->dim,
 			   a->dim * sizeof(float4));
+	if (a->rerank > 0)
+		return batch_search_reranked(a, n, kreq, found);
 	return gpuivf_search_service(a->index, a->dim, a->qbuf, (uint32) n, kreq,
 								 a->probes, found);
 }
@@ -227,6 +307,7 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 	a.dim = meta->dim;
 	a.metric = meta->metric;
 	a.probes = (uint32) gpuivf_probes;
+	a.rerank = meta->quantizer == GPUIVF_QUANTIZER_PQ ? (uint32) gpuivf_pq_rerank : 0;
 	lists = meta->lists;
 	meta = NULL;
 
@@ -251,6 +332,7 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 		gi_flush_inserts(b.index);
 
 		a.index = b.index;
+		a.heap = b.heap;
 		a.queries = queries;
 		a.qbuf = palloc_extended((Size) nq * a.dim * sizeof(float4), MCXT_ALLOC_HUGE);
 		b.nq = nq;
@@ -260,6 +342,8 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 		b.distance = batch_distance;
 		b.arg = &a;
 		gi_batch_run(&b, fcinfo);
+		if (a.rr)
+			gpuivf_rerank_end(a.rr);
 	}
 
 	index_close(b.index, NoLock);

@@ -7,10 +7,12 @@
  * every row and keeps a seeded reservoir sample (Algorithm R) of
  * max(GPUIVF_SAMPLES_PER_LIST * lists, GPUIVF_MIN_SAMPLES) vectors, fewer
  * if maintenance_work_mem cannot hold them (but never fewer than lists).
- * k-means trains min(lists, sampled rows) centroids.  Pass 2 scans the
- * table again, assigns every row to its nearest centroid (in batches of
- * about GI_CHUNK_BYTES) and feeds (list, TID, vector) to a tuplesort,
- * so that each list's chain is written in one go, TIDs ascending.
+ * k-means trains min(lists, sampled rows) centroids.  With quantizer =
+ * 'pq' the codebooks are then trained on the sample's residuals
+ * (gpuivf_pq.c).  Pass 2 scans the table again, assigns every row to its
+ * nearest centroid (in batches of about GI_CHUNK_BYTES) and feeds (list,
+ * TID, record) to a tuplesort, the record being the vector or its PQ
+ * code, so that each list's chain is written in one go, TIDs ascending.
  *
  * Where the k-means runs: the build asks the device service once
  * (GI_REQ_KMEANS_BEGIN).  When its compute backend trains (CUDA), the
@@ -57,6 +59,10 @@ typedef struct GpuivfBuildState
 	uint32		metric;
 	int			lists_opt;
 	int			dim;			/* 0 until the first row */
+	GpuivfQuantizer qz;			/* flat, or pq with its sizes */
+	uint32		record_bytes;	/* a row's record: vector or code */
+	float4	   *codebooks;		/* pq: qz.pq_ksub * dim */
+	GpuivfMeta	pqmeta;			/* pq: what the encoder needs */
 
 	/* pass 1: reservoir sample */
 	int			sample_target;
@@ -349,8 +355,13 @@ flush_batch(GpuivfBuildState *bs)
 	}
 	for (uint32 i = 0; i < bs->batch_n; i++)
 	{
-		memcpy(VARDATA(bs->payload), bs->batch_vecs + (Size) i * bs->dim,
-			   bs->dim * sizeof(float4));
+		const float4 *vec = bs->batch_vecs + (Size) i * bs->dim;
+
+		if (bs->qz.quantizer == GPUIVF_QUANTIZER_PQ)
+			gpuivf_pq_encode(&bs->pqmeta, bs->batch_lists[i], vec,
+							 (uint8 *) VARDATA(bs->payload));
+		else
+			memcpy(VARDATA(bs->payload), vec, bs->dim * sizeof(float4));
 		ExecClearTuple(bs->slot);
 		bs->slot->tts_values[0] = Int32GetDatum((int32) bs->batch_lists[i]);
 		bs->slot->tts_values[1] = Int64GetDatum((int64) bs->batch_keys[i]);
@@ -391,7 +402,34 @@ assign_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		flush_batch(bs);
 }
 
-/* metapage and list-info pages (centroids, empty chains) */
+/* the codebook pages of a pq index, from the next block on: the first */
+static BlockNumber
+write_codebooks(GpuivfBuildState *bs, ForkNumber forknum)
+{
+	Size		total = (Size) bs->qz.pq_ksub * bs->dim;
+	BlockNumber first = InvalidBlockNumber;
+
+	for (Size done = 0; done < total;)
+	{
+		Size		n = Min(total - done, (Size) GPUIVF_CODEBOOK_PAGE_FLOATS);
+		Buffer		buf = gi_new_buffer(bs->index, forknum, true);
+		Page		page = BufferGetPage(buf);
+
+		if (done == 0)
+			first = BufferGetBlockNumber(buf);
+		gi_init_page(page, GPUIVF_PAGE_CODEBOOK, GPUIVF_PAGE_ID);
+		if (PageAddItem(page, (Item) (bs->codebooks + done), n * sizeof(float4),
+						InvalidOffsetNumber, false, false) != FirstOffsetNumber)
+			elog(ERROR, "failed to add codebook item to gpuivf index \"%s\"",
+				 RelationGetRelationName(bs->index));
+		MarkBufferDirty(buf);
+		UnlockReleaseBuffer(buf);
+		done += n;
+	}
+	return first;
+}
+
+/* metapage, list-info pages (centroids, empty chains), codebook pages */
 static void
 write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 {
@@ -402,6 +440,7 @@ write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 	GpuivfListInfo info;
 	Buffer		buf = InvalidBuffer;
 	BlockNumber first = InvalidBlockNumber;
+	BlockNumber codebook_start = InvalidBlockNumber;
 
 	metabuf = gi_new_buffer(index, forknum, true);
 	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
@@ -438,10 +477,12 @@ write_meta_and_lists(GpuivfBuildState *bs, ForkNumber forknum)
 		MarkBufferDirty(buf);
 		UnlockReleaseBuffer(buf);
 		pfree(info);
+		if (bs->qz.quantizer == GPUIVF_QUANTIZER_PQ)
+			codebook_start = write_codebooks(bs, forknum);
 	}
 
 	gpuivf_init_metapage(BufferGetPage(metabuf), bs->dim, bs->lists, bs->lists_opt,
-						 bs->metric, first);
+						 bs->metric, first, &bs->qz, codebook_start);
 	MarkBufferDirty(metabuf);
 	UnlockReleaseBuffer(metabuf);
 }
@@ -453,7 +494,7 @@ write_lists(GpuivfBuildState *bs)
 	GpuivfMeta	meta;
 	GiListDir	dir;
 	GiChainBuild cb;
-	Size		itemsz = GPUIVF_ITEM_SIZE(bs->dim);
+	Size		itemsz = GPUIVF_RECORD_ITEM_SIZE(bs->record_bytes);
 	GpuivfTuple tup = palloc0(itemsz);
 	double		done = 0;
 
@@ -466,7 +507,7 @@ write_lists(GpuivfBuildState *bs)
 		bytea	   *payload = DatumGetByteaPP(slot_getattr(bs->outslot, 3, &isnull));
 
 		gi_key_to_tid(key, &tup->heaptid);
-		memcpy(tup->vec, VARDATA_ANY(payload), bs->dim * sizeof(float4));
+		memcpy(tup->vec, VARDATA_ANY(payload), bs->record_bytes);
 		gi_chain_build_add(&cb, (uint32) list, tup, itemsz);
 
 		done += 1;
@@ -543,6 +584,8 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.buildcxt = CurrentMemoryContext;
 	bs.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "gpuivf build row",
 									  ALLOCSET_DEFAULT_SIZES);
+	/* options that can be refused before the table is read */
+	(void) gpuivf_quantizer_option(index, 0);
 
 	/* pass 1 */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_SAMPLE);
@@ -550,11 +593,21 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   sample_callback, &bs, NULL);
 	phase_done(&bs, 0);
+	bs.qz = gpuivf_quantizer_option(index, (uint32) bs.dim);
 
 	/* train */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_KMEANS);
 	if (bs.nsamples > 0)
 	{
+		float4	   *raw = NULL;
+
+		/* the codebooks train on the vectors as they are; k-means may scale them */
+		if (bs.qz.quantizer == GPUIVF_QUANTIZER_PQ)
+		{
+			raw = palloc_extended((Size) bs.nsamples * bs.dim * sizeof(float4),
+								  MCXT_ALLOC_HUGE);
+			memcpy(raw, bs.samples, (Size) bs.nsamples * bs.dim * sizeof(float4));
+		}
 		bs.centroids = palloc_extended((Size) bs.lists_opt * bs.dim * sizeof(float4),
 									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		bs.trained_on_device = device_kmeans(&bs);
@@ -565,7 +618,32 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		bs.samples = NULL;
 		if (bs.lists == 0)
 			end_job(&bs);		/* nothing to assign */
+		if (bs.lists > 0)
+		{
+			bs.cnorms = palloc(sizeof(float4) * bs.lists);
+			gpuivf_centroid_norms(bs.centroids, bs.lists, bs.dim, bs.cnorms);
+		}
+		if (raw && bs.lists > 0)
+		{
+			bs.codebooks = palloc_extended((Size) bs.qz.pq_ksub * bs.dim * sizeof(float4),
+										   MCXT_ALLOC_HUGE);
+			gpuivf_pq_train(raw, (uint32) bs.nsamples, (uint32) bs.dim, bs.metric,
+							bs.centroids, bs.cnorms, bs.lists, &bs.qz, bs.codebooks);
+			bs.pqmeta.dim = (uint32) bs.dim;
+			bs.pqmeta.lists = bs.lists;
+			bs.pqmeta.metric = bs.metric;
+			bs.pqmeta.quantizer = GPUIVF_QUANTIZER_PQ;
+			bs.pqmeta.pq_m = bs.qz.pq_m;
+			bs.pqmeta.pq_ksub = bs.qz.pq_ksub;
+			bs.pqmeta.centroids = bs.centroids;
+			bs.pqmeta.cnorms = bs.cnorms;
+			bs.pqmeta.codebooks = bs.codebooks;
+		}
+		if (raw)
+			pfree(raw);
 	}
+	bs.record_bytes = bs.qz.quantizer == GPUIVF_QUANTIZER_PQ ?
+		gi_ivfpq_record_bytes(bs.qz.pq_m) : (uint32) bs.dim * sizeof(float4);
 	if (bs.lists > 0 && bs.lists < (uint32) bs.lists_opt)
 		ereport(NOTICE,
 				(errmsg("gpuivf index \"%s\" created with %u lists instead of %d",
@@ -580,15 +658,13 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (bs.lists > 0)
 	{
 		/* pass 2 */
-		bs.cnorms = palloc(sizeof(float4) * bs.lists);
-		gpuivf_centroid_norms(bs.centroids, bs.lists, bs.dim, bs.cnorms);
 		bs.batch_cap = vectors_per_request(bs.dim);
 		bs.batch_vecs = palloc_extended((Size) bs.batch_cap * bs.dim * sizeof(float4),
 										MCXT_ALLOC_HUGE);
 		bs.batch_keys = palloc(sizeof(uint64) * bs.batch_cap);
 		bs.batch_lists = palloc(sizeof(uint32) * bs.batch_cap);
-		bs.payload = palloc(VARHDRSZ + bs.dim * sizeof(float4));
-		SET_VARSIZE(bs.payload, VARHDRSZ + bs.dim * sizeof(float4));
+		bs.payload = palloc0(VARHDRSZ + bs.record_bytes);
+		SET_VARSIZE(bs.payload, VARHDRSZ + bs.record_bytes);
 		begin_sort(&bs);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUIVF_PHASE_ASSIGN);
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) bs.nindexable);
@@ -652,7 +728,7 @@ gpuivf_buildempty(Relation index)
 	Assert(BufferGetBlockNumber(metabuf) == GPUIVF_METAPAGE_BLKNO);
 	START_CRIT_SECTION();
 	gpuivf_init_metapage(BufferGetPage(metabuf), 0, 0, gpuivf_lists_option(index),
-						 metric, InvalidBlockNumber);
+						 metric, InvalidBlockNumber, NULL, InvalidBlockNumber);
 	MarkBufferDirty(metabuf);
 	log_newpage_buffer(metabuf, true);
 	END_CRIT_SECTION();

@@ -1,7 +1,8 @@
 /*
  * gpuivf_insert.c
- *		INSERT: the row's list, the append to the pages, then the device
- *		insert queued (gi_pending.c says when it is sent).
+ *		INSERT: the row's list, its record (the vector, or its PQ code),
+ *		the append to the pages, then the device insert queued
+ *		(gi_pending.c says when it is sent).
  */
 #include "postgres.h"
 
@@ -23,6 +24,8 @@ gpuivf_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 	uint32		list;
 	uint32		metric;
 	GiListRef	ref;
+	uint32		record_bytes;
+	const void *record;
 
 	/* like pgvector: NULL vectors are not indexed */
 	if (isnull[0])
@@ -54,10 +57,20 @@ gpuivf_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 	list = gpuivf_nearest_list(meta->centroids, meta->cnorms, meta->lists,
 							   dim, metric, vec);
 	ref = gpuivf_list_ref(meta, list);
+	record_bytes = gpuivf_record_bytes(meta);
+	if (meta->quantizer == GPUIVF_QUANTIZER_PQ)
+	{
+		uint8	   *code = palloc(record_bytes);
+
+		gpuivf_pq_encode(meta, list, vec, code);
+		record = code;
+	}
+	else
+		record = vec;
 	meta = NULL;				/* the cache may go away from here on */
 
-	gpuivf_append(index, dim, ref, heap_tid, vec);
-	gi_queue_insert(index, dim * sizeof(float4), gi_tid_key(heap_tid), list, vec);
+	gpuivf_append(index, record_bytes, ref, heap_tid, record);
+	gi_queue_insert(index, record_bytes, gi_tid_key(heap_tid), list, record);
 
 done:
 	MemoryContextSwitchTo(old);

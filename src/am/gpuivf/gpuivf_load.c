@@ -1,7 +1,8 @@
 /*
  * gpuivf_load.c
  *		gpuivf's requests about its store: loading it from the pages (the
- *		IVF state, then every list's rows, through gi_load) and searching.
+ *		IVF or IVF-PQ state, then every list's rows, through gi_load) and
+ *		searching.
  */
 #include "postgres.h"
 
@@ -29,27 +30,51 @@ gpuivf_load(Relation index)
 {
 	GpuivfMeta *cached = gpuivf_get_meta(index);
 	GpuivfMeta	meta = *cached;
-	gi_ivf_state *state;
+	Size		csize = (Size) meta.lists * meta.dim * sizeof(float4);
 	GiLoadSpec	spec;
 
 	if (meta.lists == 0)
 		return true;			/* nothing indexed: nothing to search */
 
-	state = palloc_extended(gi_ivf_state_size(meta.lists, meta.dim), MCXT_ALLOC_HUGE);
-	state->dim = meta.dim;
-	state->metric = meta.metric;
-	state->nlists = meta.lists;
-	state->pad = 0;
-	memcpy(state + 1, cached->centroids, (Size) meta.lists * meta.dim * sizeof(float4));
+	memset(&spec, 0, sizeof(spec));
+	if (meta.quantizer == GPUIVF_QUANTIZER_PQ)
+	{
+		gi_ivfpq_state *state;
+
+		spec.kind = GI_KIND_IVFPQ;
+		spec.state_size = gi_ivfpq_state_size(meta.lists, meta.dim, meta.pq_ksub);
+		state = palloc_extended(spec.state_size, MCXT_ALLOC_HUGE);
+		state->ivf.dim = meta.dim;
+		state->ivf.metric = meta.metric;
+		state->ivf.nlists = meta.lists;
+		state->ivf.pad = 0;
+		state->m = meta.pq_m;
+		state->ksub = meta.pq_ksub;
+		memcpy(state + 1, cached->centroids, csize);
+		memcpy((char *) (state + 1) + csize, cached->codebooks,
+			   (Size) meta.pq_ksub * meta.dim * sizeof(float4));
+		spec.state = state;
+	}
+	else
+	{
+		gi_ivf_state *state;
+
+		spec.kind = GI_KIND_IVF;
+		spec.state_size = gi_ivf_state_size(meta.lists, meta.dim);
+		state = palloc_extended(spec.state_size, MCXT_ALLOC_HUGE);
+		state->dim = meta.dim;
+		state->metric = meta.metric;
+		state->nlists = meta.lists;
+		state->pad = 0;
+		memcpy(state + 1, cached->centroids, csize);
+		spec.state = state;
+	}
 	/* the cache may go away from here on; the walk needs no centroids */
 	meta.centroids = NULL;
 	meta.cnorms = NULL;
+	meta.codebooks = NULL;
 
-	memset(&spec, 0, sizeof(spec));
-	spec.kind = GI_KIND_IVF;
-	spec.state = state;
-	spec.state_size = gi_ivf_state_size(meta.lists, meta.dim);
-	spec.record_bytes = meta.dim * sizeof(float4);
+	spec.record_bytes = gpuivf_record_bytes(&meta);
 	spec.walk = walk_lists;
 	spec.walk_arg = &meta;
 	return gi_load(index, &spec);
@@ -65,10 +90,11 @@ gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 
 					  uint32 **found)
 {
 	GiCall		call;
+	bool		pq = gpuivf_get_meta(index)->quantizer == GPUIVF_QUANTIZER_PQ;
 
 	memset(&call, 0, sizeof(call));
 	call.type = GI_REQ_SEARCH;
-	call.args.kind = GI_KIND_IVF;
+	call.args.kind = pq ? GI_KIND_IVFPQ : GI_KIND_IVF;
 	call.args.n = nq;
 	call.args.k = k;
 	GI_KARGS(&call.args, gi_ivf_search_params)->dim = dim;

@@ -1,6 +1,6 @@
 /*
  * gpuivf_options.c
- *		The lists reloption and the gpuivf.* settings.
+ *		The lists and quantizer reloptions and the gpuivf.* settings.
  */
 #include "postgres.h"
 
@@ -15,6 +15,7 @@ int			gpuivf_probes = 10;
 int			gpuivf_scan_batch = 100;
 int			gpuivf_iterative_scan = GPUIVF_ITERATIVE_OFF;
 int			gpuivf_max_probes = GPUIVF_MAX_LISTS;
+int			gpuivf_pq_rerank = 0;
 
 static const struct config_enum_entry iterative_scan_options[] = {
 	{"off", GPUIVF_ITERATIVE_OFF, false},
@@ -23,6 +24,16 @@ static const struct config_enum_entry iterative_scan_options[] = {
 };
 
 static relopt_kind gpuivf_relopt_kind;
+
+static void
+validate_quantizer(const char *value)
+{
+	if (value != NULL && strcmp(value, "flat") != 0 && strcmp(value, "pq") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for gpuivf option \"quantizer\": \"%s\"", value),
+				 errdetail("Valid values are \"flat\" and \"pq\".")));
+}
 
 /*
  * Called from _PG_init: in every process that loads the library, so that
@@ -36,6 +47,16 @@ gpuivf_init(void)
 					  "Number of inverted lists (k-means clusters)",
 					  GPUIVF_DEFAULT_LISTS, GPUIVF_MIN_LISTS, GPUIVF_MAX_LISTS,
 					  AccessExclusiveLock);
+	add_string_reloption(gpuivf_relopt_kind, "quantizer",
+						 "How the lists store their rows: flat (the vectors) or pq (product-quantizer codes)",
+						 "flat", validate_quantizer, AccessExclusiveLock);
+	/* 0, out of range for a user, stands for "not given" */
+	add_int_reloption(gpuivf_relopt_kind, "pq_m",
+					  "Sub-spaces of the product quantizer (default: half the dimension)",
+					  0, 1, GPUIVF_MAX_DIM, AccessExclusiveLock);
+	add_int_reloption(gpuivf_relopt_kind, "pq_bits",
+					  "Bits per sub-space code of the product quantizer (2^pq_bits codebook entries)",
+					  0, GPUIVF_MIN_PQ_BITS, GPUIVF_MAX_PQ_BITS, AccessExclusiveLock);
 
 	DefineCustomIntVariable("gpuivf.probes",
 							"Number of lists a gpuivf search scans.",
@@ -78,6 +99,17 @@ gpuivf_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gpuivf.pq_rerank",
+							"Candidates per row an ordered scan of a pq gpuivf index re-ranks by exact distance.",
+							"0: rows come in product-quantizer distance order.  N > 0: the scan takes "
+							"the N * gpuivf.scan_batch nearest rows by code, computes their exact "
+							"distances from the table's vectors and returns them in that order.",
+							&gpuivf_pq_rerank,
+							0, 0, 1000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpuivf");
 }
 
@@ -86,6 +118,9 @@ gpuivf_options(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
 		{"lists", RELOPT_TYPE_INT, offsetof(GpuivfOptions, lists)},
+		{"quantizer", RELOPT_TYPE_STRING, offsetof(GpuivfOptions, quantizer)},
+		{"pq_m", RELOPT_TYPE_INT, offsetof(GpuivfOptions, pq_m)},
+		{"pq_bits", RELOPT_TYPE_INT, offsetof(GpuivfOptions, pq_bits)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate,
@@ -100,4 +135,42 @@ gpuivf_lists_option(Relation index)
 	GpuivfOptions *opts = (GpuivfOptions *) index->rd_options;
 
 	return opts ? opts->lists : GPUIVF_DEFAULT_LISTS;
+}
+
+/*
+ * The quantizer of an index whose rows have dim dimensions: flat, or pq
+ * with pq_m sub-spaces (default dim / 2, or dim when dim is odd) of
+ * 2^pq_bits entries.  Options that do not fit are refused here, when the
+ * dimension is known (CREATE INDEX, or the first row of an index built
+ * empty).
+ */
+GpuivfQuantizer
+gpuivf_quantizer_option(Relation index, uint32 dim)
+{
+	GpuivfOptions *opts = (GpuivfOptions *) index->rd_options;
+	const char *name = opts && opts->quantizer ? (const char *) opts + opts->quantizer : "flat";
+	GpuivfQuantizer q;
+
+	memset(&q, 0, sizeof(q));
+	if (strcmp(name, "pq") != 0)
+	{
+		if (opts && (opts->pq_m != 0 || opts->pq_bits != 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("gpuivf options pq_m and pq_bits need quantizer = 'pq'")));
+		q.quantizer = GPUIVF_QUANTIZER_FLAT;
+		return q;
+	}
+	q.quantizer = GPUIVF_QUANTIZER_PQ;
+	if (opts && opts->pq_m != 0)
+		q.pq_m = (uint32) opts->pq_m;
+	else
+		q.pq_m = dim % 2 == 0 ? dim / 2 : dim;
+	q.pq_ksub = 1U << (opts && opts->pq_bits != 0 ? opts->pq_bits : GPUIVF_DEFAULT_PQ_BITS);
+	if (dim > 0 && (q.pq_m > dim || dim % q.pq_m != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gpuivf option pq_m = %u must divide the dimension %u",
+						q.pq_m, dim)));
+	return q;
 }

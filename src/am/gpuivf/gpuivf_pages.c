@@ -1,8 +1,9 @@
 /*
  * gpuivf_pages.c
  *		gpuivf's pages around the shared list chains: the metapage, the
- *		list-info pages (list heads and centroids), the cached metapage and
- *		centroids, and appending a row to its list.
+ *		list-info pages (list heads and centroids), the codebook pages of
+ *		PQ indexes, the cached metapage, centroids and codebooks, and
+ *		appending a row to its list.
  *
  * Lock order (with gi_chain.c's): the metapage before a new list-info
  * page (the first insert into an empty index); a list-info page before a
@@ -31,7 +32,8 @@ gpuivf_lists_per_page(uint32 dim)
 
 void
 gpuivf_init_metapage(Page page, uint32 dim, uint32 lists, uint32 requested_lists,
-					 uint32 metric, BlockNumber listinfo_start)
+					 uint32 metric, BlockNumber listinfo_start,
+					 const GpuivfQuantizer *quantizer, BlockNumber codebook_start)
 {
 	GpuivfMetaPage metap;
 
@@ -46,6 +48,13 @@ gpuivf_init_metapage(Page page, uint32 dim, uint32 lists, uint32 requested_lists
 	metap->metric = metric;
 	metap->lists_per_page = dim > 0 ? gpuivf_lists_per_page(dim) : 0;
 	metap->listinfo_start = listinfo_start;
+	if (quantizer && quantizer->quantizer == GPUIVF_QUANTIZER_PQ)
+	{
+		metap->quantizer = GPUIVF_QUANTIZER_PQ;
+		metap->pq_m = quantizer->pq_m;
+		metap->pq_ksub = quantizer->pq_ksub;
+		metap->codebook_start = codebook_start;
+	}
 
 	/* pd_lower past the struct, so that full-page images skip the hole */
 	((PageHeader) page)->pd_lower =
@@ -70,6 +79,54 @@ check_metapage(Relation index, GpuivfMetaPage metap)
 }
 
 /*
+ * The codebooks of a PQ index into meta->codebooks: GPUIVF_CODEBOOK_PAGE_FLOATS
+ * a page from meta->codebook_start.  An index whose first row came after
+ * an empty build has none: all entries are zero.
+ */
+static void
+read_codebooks(Relation index, GpuivfMeta *meta)
+{
+	Size		total = (Size) meta->pq_ksub * meta->dim;
+	BlockNumber blkno = meta->codebook_start;
+
+	if (meta->codebook_start == InvalidBlockNumber)
+	{
+		memset(meta->codebooks, 0, total * sizeof(float4));
+		return;
+	}
+	for (Size done = 0; done < total; blkno++)
+	{
+		Size		n = Min(total - done, (Size) GPUIVF_CODEBOOK_PAGE_FLOATS);
+		Buffer		buf = ReadBuffer(index, blkno);
+		Page		page;
+		ItemId		iid;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		iid = PageGetMaxOffsetNumber(page) >= FirstOffsetNumber ?
+			PageGetItemId(page, FirstOffsetNumber) : NULL;
+		if (!(GiPageGetOpaque(page)->flags & GPUIVF_PAGE_CODEBOOK) || iid == NULL ||
+			ItemIdGetLength(iid) != n * sizeof(float4))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gpuivf index \"%s\" has a corrupt codebook page %u",
+							RelationGetRelationName(index), blkno)));
+		memcpy(meta->codebooks + done, PageGetItem(page, iid), n * sizeof(float4));
+		UnlockReleaseBuffer(buf);
+		done += n;
+	}
+}
+
+/* bytes of a row's record: its vector, or its code padded to words */
+uint32
+gpuivf_record_bytes(const GpuivfMeta *meta)
+{
+	if (meta->quantizer == GPUIVF_QUANTIZER_PQ)
+		return gi_ivfpq_record_bytes(meta->pq_m);
+	return meta->dim * sizeof(float4);
+}
+
+/*
  * The index's metadata and centroids.  Cached once the index has lists;
  * an index with nothing indexed yet gets a fresh palloc'd copy each time,
  * since its first insert changes it.
@@ -83,6 +140,7 @@ gpuivf_get_meta(Relation index)
 	Buffer		buf;
 	GpuivfMetaPage metap;
 	Size		csize;
+	Size		bsize;
 	uint32		list;
 	BlockNumber blkno;
 
@@ -100,7 +158,20 @@ gpuivf_get_meta(Relation index)
 	m.metric = metap->metric;
 	m.lists_per_page = metap->lists_per_page;
 	m.listinfo_start = metap->listinfo_start;
+	m.quantizer = metap->quantizer;
+	m.pq_m = metap->pq_m;
+	m.pq_ksub = metap->pq_ksub;
+	m.codebook_start = metap->codebook_start;
 	UnlockReleaseBuffer(buf);
+
+	if (m.quantizer > GPUIVF_QUANTIZER_PQ ||
+		(m.quantizer == GPUIVF_QUANTIZER_PQ && m.dim > 0 &&
+		 (m.pq_m == 0 || m.dim % m.pq_m != 0 || m.pq_ksub == 0 ||
+		  m.pq_ksub > GI_PQ_MAX_KSUB)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gpuivf index \"%s\" has a corrupt metapage",
+						RelationGetRelationName(index))));
 
 	if (m.lists == 0)
 	{
@@ -117,12 +188,17 @@ gpuivf_get_meta(Relation index)
 						RelationGetRelationName(index))));
 
 	csize = (Size) m.lists * m.dim * sizeof(float4);
+	bsize = m.quantizer == GPUIVF_QUANTIZER_PQ ?
+		(Size) m.pq_ksub * m.dim * sizeof(float4) : 0;
 	res = MemoryContextAllocHuge(index->rd_indexcxt,
 								 MAXALIGN(sizeof(GpuivfMeta)) + csize +
-								 (Size) m.lists * sizeof(float4));
+								 (Size) m.lists * sizeof(float4) + bsize);
 	*res = m;
 	res->centroids = (float4 *) ((char *) res + MAXALIGN(sizeof(GpuivfMeta)));
 	res->cnorms = res->centroids + (Size) m.lists * m.dim;
+	res->codebooks = bsize > 0 ? res->cnorms + m.lists : NULL;
+	if (bsize > 0)
+		read_codebooks(index, res);
 
 	for (list = 0, blkno = m.listinfo_start; list < m.lists; blkno++)
 	{
@@ -187,7 +263,9 @@ gpuivf_list_dir(const GpuivfMeta *meta, GiListDir *dir)
  * First insert into an index that has no lists (built on a table with no
  * indexable rows): the row fixes the dimension, and the index gets one list
  * with a zero centroid.  Every row then lands in that list, so searches are
- * exact; REINDEX once the table has data to get real lists.
+ * exact; REINDEX once the table has data to get real lists.  A PQ index
+ * gets no codebooks (all entries zero, so every row has code 0 and the
+ * search cannot tell rows of the list apart): REINDEX trains them.
  */
 void
 gpuivf_initialize_lists(Relation index, uint32 dim)
@@ -200,6 +278,7 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 	Page		lpage;
 	GpuivfListInfo info;
 	Size		itemsz = GPUIVF_ITEM_SIZE(dim);
+	GpuivfQuantizer qz = gpuivf_quantizer_option(index, dim);
 
 	metabuf = ReadBuffer(index, GPUIVF_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -233,6 +312,10 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 	metap->lists = 1;
 	metap->lists_per_page = gpuivf_lists_per_page(dim);
 	metap->listinfo_start = BufferGetBlockNumber(newbuf);
+	metap->quantizer = qz.quantizer;
+	metap->pq_m = qz.pq_m;
+	metap->pq_ksub = qz.pq_ksub;
+	metap->codebook_start = InvalidBlockNumber;
 	GenericXLogFinish(state);
 
 	UnlockReleaseBuffer(newbuf);
@@ -240,16 +323,16 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 	pfree(info);
 }
 
-/* append one row to the list whose head ref finds */
+/* append one row's record (vector or code) to the list whose head ref finds */
 void
-gpuivf_append(Relation index, uint32 dim, GiListRef ref, ItemPointer heaptid,
-			  const float4 *vec)
+gpuivf_append(Relation index, uint32 record_bytes, GiListRef ref, ItemPointer heaptid,
+			  const void *record)
 {
-	Size		itemsz = GPUIVF_ITEM_SIZE(dim);
+	Size		itemsz = GPUIVF_RECORD_ITEM_SIZE(record_bytes);
 	GpuivfTuple tup = palloc0(itemsz);
 
 	tup->heaptid = *heaptid;
-	memcpy(tup->vec, vec, dim * sizeof(float4));
+	memcpy(tup->vec, record, record_bytes);
 	gi_list_append(index, GPUIVF_PAGE_ID, ref, tup, itemsz);
 	pfree(tup);
 }

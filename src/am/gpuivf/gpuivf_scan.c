@@ -16,6 +16,18 @@
  * Distances are exact (not estimates), so xs_recheckorderby is false; the
  * values handed to the executor are what the ORDER BY operator returns, to
  * float precision (see gpuivf_distance_value).
+ *
+ * A pq index (quantizer = 'pq') answers with distances between the query
+ * and the rows' codes: estimates, neither above nor below the exact ones.
+ * Without re-ranking the scan returns rows in that order with those
+ * values; the executor does not re-sort (PostgreSQL's re-check of ORDER BY
+ * values needs a lower bound, which these are not).  With gpuivf.pq_rerank
+ * = N the scan asks for N times as many hits as it would, reads their
+ * vectors from the table (gpuivf_rerank.c) and returns that group in exact
+ * (distance, key) order with exact values; a query that needs more rows
+ * gets the next group, exact in itself and after the first: so the first
+ * N * gpuivf.scan_batch candidates by code are exactly ordered, and a
+ * LIMIT up to gpuivf.scan_batch returns the exact nearest rows among them.
  */
 #include "postgres.h"
 
@@ -49,6 +61,11 @@ typedef struct GpuivfScanOpaqueData
 	/* iterative scans: how far probes may grow, and every key returned */
 	uint32		max_probes;
 	HTAB	   *returned;
+
+	/* pq indexes: candidates per row re-ranked (0: none), and how */
+	uint32		rerank;
+	GpuivfRerank *rr;
+	bool		reranked;		/* hits hold a re-ranked group */
 } GpuivfScanOpaqueData;
 
 typedef GpuivfScanOpaqueData *GpuivfScanOpaque;
@@ -123,6 +140,10 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
 
+	/* the re-ranker holds buffer pins and lives in so->cxt */
+	if (so->rr)
+		gpuivf_rerank_end(so->rr);
+	so->rr = NULL;
 	MemoryContextReset(so->cxt);
 	so->have_query = false;
 	so->query = NULL;
@@ -144,6 +165,7 @@ gpuivf_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
 	meta = gpuivf_get_meta(index);
 	so->dim = meta->dim;
 	so->metric = meta->metric;
+	so->rerank = meta->quantizer == GPUIVF_QUANTIZER_PQ ? (uint32) gpuivf_pq_rerank : 0;
 	lists = meta->lists;
 	meta = NULL;				/* support functions may invalidate the cache */
 	so->probes = (uint32) Min(gpuivf_probes, Max(lists, 1));
@@ -180,7 +202,27 @@ new_returned(GpuivfScanOpaque so)
 					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/* (re)search with k hits */
+/*
+ * The hits not returned by an earlier group (after the cursor, in the
+ * service's order) become this group, re-ranked by exact distance.
+ */
+static void
+rerank_group(IndexScanDesc scan)
+{
+	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
+	uint32		n = 0;
+
+	for (uint32 i = 0; i < so->nhits; i++)
+		if (gi_hit_cursor_next(&so->cursor, &so->hits[i]))
+			so->hits[n++] = so->hits[i];
+	if (so->rr == NULL)
+		so->rr = gpuivf_rerank_begin(scan->indexRelation, scan->heapRelation);
+	so->nhits = gpuivf_rerank(so->rr, scan->xs_snapshot, so->query, so->dim, so->metric,
+							  so->hits, n);
+	so->reranked = true;
+}
+
+/* (re)search with k hits (k times gpuivf.pq_rerank when re-ranking) */
 static void
 search(IndexScanDesc scan, uint32 k)
 {
@@ -191,11 +233,17 @@ search(IndexScanDesc scan, uint32 k)
 	if (so->hits)
 		pfree(so->hits);
 	so->hits = gpuivf_search_service(scan->indexRelation, so->dim, so->query, 1,
-									 k, so->probes, &found);
+									 so->rerank ? (uint32) Min((uint64) k * so->rerank,
+															   (uint64) GPUIVF_MAX_K) : k,
+									 so->probes, &found);
 	so->k = k;
+	so->more = so->rerank ? found[0] >= Min((uint64) k * so->rerank, (uint64) GPUIVF_MAX_K) :
+		found[0] >= k;
 	so->nhits = found[0];
-	so->more = (found[0] >= k);
 	so->pos = 0;
+	so->reranked = false;
+	if (so->rerank)
+		rerank_group(scan);
 	MemoryContextSwitchTo(old);
 }
 
@@ -223,7 +271,7 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 		{
 			gi_hit	   *h = &so->hits[so->pos++];
 
-			if (!gi_hit_cursor_next(&so->cursor, h))
+			if (!so->reranked && !gi_hit_cursor_next(&so->cursor, h))
 				continue;		/* returned by an earlier batch */
 			if (so->max_probes > so->probes || so->returned)
 			{
@@ -264,6 +312,8 @@ gpuivf_endscan(IndexScanDesc scan)
 {
 	GpuivfScanOpaque so = (GpuivfScanOpaque) scan->opaque;
 
+	if (so->rr)
+		gpuivf_rerank_end(so->rr);
 	MemoryContextDelete(so->cxt);
 	pfree(so);
 	scan->opaque = NULL;

@@ -19,8 +19,8 @@ gpuivf_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	if (meta.lists == 0)
 		return stats;
-	meta.centroids = meta.cnorms = NULL;
+	meta.centroids = meta.cnorms = meta.codebooks = NULL;
 	gpuivf_list_dir(&meta, &dir);
 	return gi_lists_bulkdelete(info, stats, callback, callback_state, &dir,
-							   GPUIVF_ITEM_SIZE(meta.dim));
+							   GPUIVF_RECORD_ITEM_SIZE(gpuivf_record_bytes(&meta)));
 }

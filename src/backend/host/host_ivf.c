@@ -20,6 +20,10 @@
  * (host_pool.h); when there are fewer queries than threads, each query's
  * probed lists are split into parts scanned apart and merged.  Either way
  * every answer is the one a single thread computes, byte for byte.
+ *
+ * The probing, threading and top-k are shared with the kinds whose lists
+ * are IVF cells but whose records are not vectors (IVF-PQ): such a kind
+ * passes a gi_host_list_scorer that scores one probed list's records.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -195,6 +199,10 @@ typedef struct gi_host_ivf_job
 	uint32_t   *found;
 	uint32_t	nq;
 
+	/* NULL: records are float vectors; else the kind scores a list */
+	const gi_host_list_scorer *scorer;
+	float	   *scratch;		/* scorer->scratch_floats per worker */
+
 	/* whole queries a task: per worker a heap of cap and one of probes */
 	uint32_t	qchunk;
 	gi_host_cand *wbest;
@@ -238,10 +246,10 @@ gi_host_ivf_rank_lists(const gi_host_ivf_job *job, const float *qv, double qnorm
 	}
 }
 
-/* every live record of one list into best */
+/* every live record of one list (float vectors) into best */
 static void
-gi_host_ivf_scan_list(const gi_host_ivf_job *job, const float *qv, double qnorm2,
-					  uint32_t list, gi_host_topk *best)
+gi_host_ivf_scan_vectors(const gi_host_ivf_job *job, const float *qv, double qnorm2,
+						 uint32_t list, gi_host_topk *best)
 {
 	uint32_t	slab = gi_host_store_list_head(job->store, list);
 	gi_host_slab_view view;
@@ -278,6 +286,19 @@ gi_host_ivf_scan_list(const gi_host_ivf_job *job, const float *qv, double qnorm2
 		}
 		slab = view.next;
 	}
+}
+
+/* every live record of one list into best, scored by the kind */
+static void
+gi_host_ivf_scan_list(const gi_host_ivf_job *job, const float *qv, double qnorm2,
+					  uint32_t list, uint32_t worker, gi_host_topk *best)
+{
+	if (job->scorer == NULL)
+		gi_host_ivf_scan_vectors(job, qv, qnorm2, list, best);
+	else
+		job->scorer->scan(job->scorer->arg, job->store, qv, qnorm2, list,
+						  job->scratch + (size_t) worker * job->scorer->scratch_floats,
+						  best);
 }
 
 /* query q's answer from its heap of candidates */
@@ -327,7 +348,7 @@ gi_host_ivf_query_task(void *arg, uint32_t task, uint32_t worker)
 		gi_host_ivf_rank_lists(job, qv, qnorm2, &lists);
 		best.n = 0;
 		for (p = 0; p < lists.n; p++)
-			gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists.v[p].id, &best);
+			gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists.v[p].id, worker, &best);
 		gi_host_ivf_emit(job, q, &best);
 	}
 	return GI_OK;
@@ -362,12 +383,11 @@ gi_host_ivf_part_task(void *arg, uint32_t task, uint32_t worker)
 	gi_host_topk best;
 	uint32_t	p;
 
-	(void) worker;
 	best.v = job->pbest + (size_t) task * job->cap;
 	best.cap = job->cap;
 	best.n = 0;
 	for (p = task % job->parts; p < job->nqlists[q]; p += job->parts)
-		gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists[p].id, &best);
+		gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists[p].id, worker, &best);
 	job->npbest[task] = best.n;
 	return GI_OK;
 }
@@ -415,6 +435,16 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 				   gi_metric metric, uint32_t nq, const float *queries,
 				   uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
 {
+	return gi_host_ivf_search_lists(store, centroids, dim, metric, nq, queries,
+									probes, k, hits, found, NULL);
+}
+
+gi_status
+gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
+						 gi_metric metric, uint32_t nq, const float *queries,
+						 uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found,
+						 const gi_host_list_scorer *scorer)
+{
 	const gi_store_params *params;
 	gi_store_stats stats;
 	gi_host_ivf_job job;
@@ -431,7 +461,7 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 		return GI_ERR_INVALID;
 	}
 	params = gi_host_store_params(store);
-	if (dim == 0 || (uint64_t) dim * 4 != params->record_bytes)
+	if (dim == 0 || (scorer == NULL && (uint64_t) dim * 4 != params->record_bytes))
 	{
 		gi_host_set_error("ivf_search: dimension %u does not match records of %u bytes",
 						  dim, params->record_bytes);
@@ -477,6 +507,7 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 	job.hits = hits;
 	job.found = found;
 	job.nq = nq;
+	job.scorer = scorer;
 
 	/* never more candidates than records: k may be huge */
 	gi_host_backend()->store_stats(store, &stats);
@@ -486,9 +517,21 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 	/* threads: for enough work, and as many as their scratch allows */
 	work = ((uint64_t) params->nlists + stats.rows * probes / params->nlists) * dim;
 	workers = gi_host_pool_worth(work * nq) ? gi_host_pool_threads() : 1;
-	per_worker = (cap1 + probes) * sizeof(gi_host_cand);
+	per_worker = (cap1 + probes) * sizeof(gi_host_cand) +
+		(scorer != NULL ? scorer->scratch_floats * sizeof(float) : 0);
 	if (workers > 1 && GI_HOST_POOL_SCRATCH / per_worker + 1 < workers)
 		workers = (uint32_t) (GI_HOST_POOL_SCRATCH / per_worker + 1);
+
+	if (scorer != NULL && scorer->scratch_floats > 0)
+	{
+		job.scratch = malloc(sizeof(float) * scorer->scratch_floats * workers);
+		if (job.scratch == NULL)
+		{
+			gi_host_set_error("ivf_search: out of memory for %zu floats of scratch",
+							  scorer->scratch_floats * workers);
+			return GI_ERR_NOMEM;
+		}
+	}
 
 	if (workers > 1 && nq < workers && probes > 1 && job.cap <= GI_HOST_SPLIT_MAX_CAP)
 	{
@@ -532,6 +575,7 @@ gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 	free(job.nqlists);
 	free(job.pbest);
 	free(job.npbest);
+	free(job.scratch);
 	return st;
 }
 

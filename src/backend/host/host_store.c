@@ -1101,6 +1101,7 @@ static const gi_backend_ops gi_host_ops = {
 	.store_set_limit = gi_host_store_set_limit,
 	.kinds = {
 		[GI_KIND_IVF] = &gi_host_ivf_kind,
+		[GI_KIND_IVFPQ] = &gi_host_ivfpq_kind,
 		[GI_KIND_SPARSE] = &gi_host_sparse_kind,
 	},
 	/*

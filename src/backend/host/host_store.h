@@ -128,8 +128,9 @@ extern void gi_host_set_error(const char *fmt,...)
 			__attribute__((format(printf, 1, 2)));
 extern const char *gi_host_last_error(void);
 
-/* the kinds of the host backend (host_ivf.c, host_sparse.c) */
+/* the kinds of the host backend (host_ivf.c, host_ivfpq.c, host_sparse.c) */
 extern const gi_kind_ops gi_host_ivf_kind;
+extern const gi_kind_ops gi_host_ivfpq_kind;
 extern const gi_kind_ops gi_host_sparse_kind;
 
 /*
@@ -141,6 +142,34 @@ extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
 									uint32_t nq, const float *queries,
 									uint32_t probes, uint32_t k,
 									gi_hit *hits, uint32_t *found);
+
+/*
+ * How a kind whose lists are IVF cells scores the records of one probed
+ * list (host_ivfpq.c): scan pushes every live record of `list` into best,
+ * with q the query (qnorm2 its squared norm for cosine, else 0) and
+ * scratch scratch_floats floats of its own.
+ */
+struct gi_host_topk;
+typedef struct gi_host_list_scorer
+{
+	void		(*scan) (const void *arg, gi_store *store, const float *q,
+						 double qnorm2, uint32_t list, float *scratch,
+						 struct gi_host_topk *best);
+	const void *arg;
+	size_t		scratch_floats;
+} gi_host_list_scorer;
+
+/*
+ * gi_host_ivf_search with the records of each probed list scored by
+ * scorer (NULL: float vectors, as gi_host_ivf_search); the lists to probe,
+ * the threads and the top-k are the same.
+ */
+extern gi_status gi_host_ivf_search_lists(gi_store *store, const float *centroids,
+										  uint32_t dim, gi_metric metric,
+										  uint32_t nq, const float *queries,
+										  uint32_t probes, uint32_t k,
+										  gi_hit *hits, uint32_t *found,
+										  const gi_host_list_scorer *scorer);
 
 /*
  * k-means on the host (host_kmeans.c; the algorithm is described at

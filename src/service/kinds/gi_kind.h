@@ -91,6 +91,7 @@ extern const void *gi_kind_concat_queries(const GiKindSearch *reqs, int n,
 
 /* the kinds the service knows */
 extern const GiServiceKind gi_kind_ivf;
+extern const GiServiceKind gi_kind_ivfpq;
 extern const GiServiceKind gi_kind_sparse;
 
 #endif							/* GI_KIND_H */

@@ -8,11 +8,16 @@
  * A search carries gi_ivf_search_params in kargs and n * dim floats;
  * searches of a store with the same k and the same number of probed lists
  * are merged.
+ *
+ * The IVF-PQ kind (gi_kind_ivfpq.h) has the same lists, queries and search
+ * parameters; only its state (centroids and codebooks) and records
+ * differ, so it shares everything here but the state check.  Its summary
+ * starts with the gi_ivf_state the shared functions read.
  */
 #include "postgres.h"
 
 #include "gi_kind.h"
-#include "gi_kind_ivf.h"
+#include "gi_kind_ivfpq.h"
 
 /* bounds that keep every size in range; the access method stays below */
 #define GI_IVF_MAX_DIM		65536
@@ -20,35 +25,46 @@
 
 static const char *const ivf_metric_names[] = {"l2", "ip", "cosine"};
 
+/* the header both IVF kinds' states start with */
+static int
+ivf_check_header(const char *kind, const gi_ivf_state *st, Size bytes, Size header,
+				 char *err, Size errlen)
+{
+	if (bytes < header)
+	{
+		snprintf(err, errlen, "malformed gpuindex %s load request: %zu bytes of state",
+				 kind, (size_t) bytes);
+		return ERRCODE_PROTOCOL_VIOLATION;
+	}
+	if (st->dim < 1 || st->dim > GI_IVF_MAX_DIM)
+	{
+		snprintf(err, errlen, "gpuindex %s store of %u dimensions (1 to %d allowed)",
+				 kind, st->dim, GI_IVF_MAX_DIM);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->nlists < 1 || st->nlists > GI_IVF_MAX_LISTS)
+	{
+		snprintf(err, errlen, "gpuindex %s store of %u lists (1 to %d allowed)",
+				 kind, st->nlists, GI_IVF_MAX_LISTS);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->metric >= lengthof(ivf_metric_names))
+	{
+		snprintf(err, errlen, "gpuindex %s store with unknown metric %u", kind, st->metric);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	return 0;
+}
+
 static int
 ivf_check_state(const void *state, Size bytes, GiKindStore *store,
 				char *err, Size errlen)
 {
 	const gi_ivf_state *st = state;
+	int			rc = ivf_check_header("ivf", st, bytes, sizeof(gi_ivf_state), err, errlen);
 
-	if (bytes < sizeof(gi_ivf_state))
-	{
-		snprintf(err, errlen, "malformed gpuindex ivf load request: %zu bytes of state",
-				 (size_t) bytes);
-		return ERRCODE_PROTOCOL_VIOLATION;
-	}
-	if (st->dim < 1 || st->dim > GI_IVF_MAX_DIM)
-	{
-		snprintf(err, errlen, "gpuindex ivf store of %u dimensions (1 to %d allowed)",
-				 st->dim, GI_IVF_MAX_DIM);
-		return ERRCODE_INVALID_PARAMETER_VALUE;
-	}
-	if (st->nlists < 1 || st->nlists > GI_IVF_MAX_LISTS)
-	{
-		snprintf(err, errlen, "gpuindex ivf store of %u lists (1 to %d allowed)",
-				 st->nlists, GI_IVF_MAX_LISTS);
-		return ERRCODE_INVALID_PARAMETER_VALUE;
-	}
-	if (st->metric >= lengthof(ivf_metric_names))
-	{
-		snprintf(err, errlen, "gpuindex ivf store with unknown metric %u", st->metric);
-		return ERRCODE_INVALID_PARAMETER_VALUE;
-	}
+	if (rc != 0)
+		return rc;
 	if (bytes != gi_ivf_state_size(st->nlists, st->dim))
 	{
 		snprintf(err, errlen,
@@ -60,6 +76,43 @@ ivf_check_state(const void *state, Size bytes, GiKindStore *store,
 	store->record_bytes = st->dim * sizeof(float);
 	store->key_mode = GI_KEYS_UNIQUE;
 	store->summary_bytes = sizeof(gi_ivf_state);
+	return 0;
+}
+
+/* IVF-PQ: the summary is the whole gi_ivfpq_state, which starts as IVF's */
+static int
+ivfpq_check_state(const void *state, Size bytes, GiKindStore *store,
+				  char *err, Size errlen)
+{
+	const gi_ivfpq_state *st = state;
+	int			rc = ivf_check_header("ivf_pq", &st->ivf, bytes, sizeof(gi_ivfpq_state),
+									  err, errlen);
+
+	if (rc != 0)
+		return rc;
+	if (st->m < 1 || st->ivf.dim % st->m != 0)
+	{
+		snprintf(err, errlen, "gpuindex ivf_pq store of %u dimensions in %u sub-spaces",
+				 st->ivf.dim, st->m);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->ksub < 1 || st->ksub > GI_PQ_MAX_KSUB)
+	{
+		snprintf(err, errlen, "gpuindex ivf_pq store with %u codebook entries (1 to %d allowed)",
+				 st->ksub, GI_PQ_MAX_KSUB);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (bytes != gi_ivfpq_state_size(st->ivf.nlists, st->ivf.dim, st->ksub))
+	{
+		snprintf(err, errlen,
+				 "malformed gpuindex ivf_pq load request: %zu bytes of state for %u lists of %u dimensions",
+				 (size_t) bytes, st->ivf.nlists, st->ivf.dim);
+		return ERRCODE_PROTOCOL_VIOLATION;
+	}
+	store->nlists = st->ivf.nlists;
+	store->record_bytes = gi_ivfpq_record_bytes(st->m);
+	store->key_mode = GI_KEYS_UNIQUE;
+	store->summary_bytes = sizeof(gi_ivfpq_state);
 	return 0;
 }
 
@@ -126,6 +179,16 @@ const GiServiceKind gi_kind_ivf = {
 	.kind = GI_KIND_IVF,
 	.name = "ivf_flat",
 	.check_state = ivf_check_state,
+	.check_search = ivf_check_search,
+	.merge_search = ivf_merge_search,
+	.queries_size = ivf_queries_size,
+	.describe = ivf_describe,
+};
+
+const GiServiceKind gi_kind_ivfpq = {
+	.kind = GI_KIND_IVFPQ,
+	.name = "ivf_pq",
+	.check_state = ivfpq_check_state,
 	.check_search = ivf_check_search,
 	.merge_search = ivf_merge_search,
 	.queries_size = ivf_queries_size,

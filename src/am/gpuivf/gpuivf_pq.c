@@ -1,0 +1,134 @@
+/*
+ * gpuivf_pq.c
+ *		The product quantizer of gpuivf indexes with quantizer = 'pq':
+ *		training the codebooks at build time, encoding a row, and the exact
+ *		distance the scan re-ranks with.
+ *
+ * Each sub-space's codebook is trained with the same host k-means as the
+ * lists (gpuivf_kmeans: L2, seeded, deterministic) on the residuals of
+ * the build's sample: the vector (scaled to unit length for cosine) minus
+ * the centroid of its list.  Layouts and distances: gi_kind_ivfpq.h.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/float.h"
+
+#include "gpuivf.h"
+#include "gi_kmeans.h"
+
+/* the residual of vec in list: vec (unit length for cosine) minus the centroid */
+static void
+residual(uint32 metric, const float4 *centroid, uint32 dim, const float4 *vec,
+		 float4 *out)
+{
+	memcpy(out, vec, dim * sizeof(float4));
+	if (metric == GI_METRIC_COSINE)
+		(void) gi_kmeans_normalize(out, dim);
+	for (uint32 j = 0; j < dim; j++)
+		out[j] -= centroid[(Size) j];
+}
+
+/*
+ * Train the codebooks (qz->pq_ksub * dim floats, gi_kind_ivfpq.h order)
+ * on up to GPUIVF_PQ_SAMPLES_PER_ENTRY * pq_ksub of the samples (not
+ * modified).  A sub-space with fewer distinct residuals than entries
+ * repeats its first entry, which the encoder never picks over it.
+ */
+void
+gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metric,
+				const float4 *centroids, const float4 *cnorms, uint32 lists,
+				const GpuivfQuantizer *qz, float4 *codebooks)
+{
+	uint32		m = qz->pq_m;
+	uint32		ksub = qz->pq_ksub;
+	uint32		dsub = dim / m;
+	uint32		n = Min(nsamples, GPUIVF_PQ_SAMPLES_PER_ENTRY * ksub);
+	float4	   *res = palloc_extended((Size) n * dim * sizeof(float4), MCXT_ALLOC_HUGE);
+	float4	   *sub = palloc_extended((Size) n * dsub * sizeof(float4), MCXT_ALLOC_HUGE);
+	float4	   *book = palloc(sizeof(float4) * ksub * dsub);
+
+	memset(codebooks, 0, sizeof(float4) * ksub * dim);
+	if (n == 0)
+		return;
+	for (uint32 i = 0; i < n; i++)
+	{
+		const float4 *x = samples + (Size) i * dim;
+		uint32		list = gpuivf_nearest_list(centroids, cnorms, lists, dim, metric, x);
+
+		residual(metric, centroids + (Size) list * dim, dim, x, res + (Size) i * dim);
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	for (uint32 s = 0; s < m; s++)
+	{
+		uint32		k;
+
+		for (uint32 i = 0; i < n; i++)
+			memcpy(sub + (Size) i * dsub, res + (Size) i * dim + (Size) s * dsub,
+				   dsub * sizeof(float4));
+		k = gpuivf_kmeans(sub, (int) n, (int) dsub, (int) ksub, GI_METRIC_L2, book);
+		for (uint32 e = k; e < ksub; e++)
+			memcpy(book + (Size) e * dsub, book, dsub * sizeof(float4));
+		memcpy(codebooks + (Size) s * ksub * dsub, book, sizeof(float4) * ksub * dsub);
+	}
+	pfree(book);
+	pfree(sub);
+	pfree(res);
+}
+
+/* the record of vec in list: its code, zero-padded to gpuivf_record_bytes */
+void
+gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list, const float4 *vec, uint8 *record)
+{
+	float4	   *r = palloc(sizeof(float4) * meta->dim);
+
+	Assert(meta->quantizer == GPUIVF_QUANTIZER_PQ && list < meta->lists);
+	memset(record, 0, gpuivf_record_bytes(meta));
+	residual(meta->metric, meta->centroids + (Size) list * meta->dim, meta->dim, vec, r);
+	gi_pq_encode(meta->codebooks, meta->pq_m, meta->pq_ksub, meta->dim / meta->pq_m,
+				 r, record);
+	pfree(r);
+}
+
+/*
+ * The distance the service ranks flat records by (host_ivf.c: sums in
+ * double, dimension order): squared L2, negative inner product, or 1 -
+ * cosine (+Inf for a zero vector).
+ */
+double
+gpuivf_exact_distance(uint32 metric, const float4 *a, const float4 *b, uint32 dim)
+{
+	double		acc = 0.0;
+	double		na = 0.0;
+	double		nb = 0.0;
+
+	for (uint32 j = 0; j < dim; j++)
+	{
+		if (metric == GI_METRIC_L2)
+		{
+			double		d = (double) a[j] - b[j];
+
+			acc += d * d;
+		}
+		else
+		{
+			acc += (double) a[j] * b[j];
+			na += (double) a[j] * a[j];
+			nb += (double) b[j] * b[j];
+		}
+	}
+	switch (metric)
+	{
+		case GI_METRIC_L2:
+			return acc;
+		case GI_METRIC_IP:
+			return -acc;
+		default:
+			if (na == 0.0 || nb == 0.0)
+				return get_float8_infinity();
+			return 1.0 - acc / (sqrt(na) * sqrt(nb));
+	}
+}

@@ -1,0 +1,218 @@
+/*
+ * host_ivfpq.c
+ *		The IVF-PQ kind on the host: per probed list a look-up table of the
+ *		query's distances to every codebook entry, then one table read per
+ *		code byte (distances as defined in gi_kind_ivfpq.h).
+ *
+ * The lists to probe, the threads and the top-k are host_ivf.c's; this
+ * file only scores a list's records (a gi_host_list_scorer).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gi_kind_ivfpq.h"
+#include "host_store.h"
+#include "host_topk.h"
+
+/*
+ * The table of one (query, list): lut[s * ksub + e] for sub-space s and
+ * entry e; returns the list's constant (IP and cosine: q.c; L2: 0).
+ */
+static double
+gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *lut)
+{
+	uint32_t	dim = st->ivf.dim;
+	uint32_t	dsub = dim / st->m;
+	const float *c = gi_ivfpq_state_centroids(st) + (size_t) list * dim;
+	const float *books = gi_ivfpq_state_codebooks(st);
+	double		qc = 0.0;
+
+	for (uint32_t s = 0; s < st->m; s++)
+	{
+		const float *qs = q + (size_t) s * dsub;
+		const float *cs = c + (size_t) s * dsub;
+		const float *book = books + (size_t) s * st->ksub * dsub;
+
+		for (uint32_t e = 0; e < st->ksub; e++)
+		{
+			const float *ev = book + (size_t) e * dsub;
+			double		acc = 0.0;
+
+			if (st->ivf.metric == GI_METRIC_L2)
+			{
+				for (uint32_t j = 0; j < dsub; j++)
+				{
+					double		d = (double) qs[j] - cs[j] - ev[j];
+
+					acc += d * d;
+				}
+			}
+			else
+			{
+				for (uint32_t j = 0; j < dsub; j++)
+					acc += (double) qs[j] * ev[j];
+			}
+			lut[(size_t) s * st->ksub + e] = (float) acc;
+		}
+	}
+	if (st->ivf.metric != GI_METRIC_L2)
+		for (uint32_t j = 0; j < dim; j++)
+			qc += (double) q[j] * c[j];
+	return qc;
+}
+
+static inline float
+gi_host_pq_finish(gi_metric metric, double acc, double qnorm2)
+{
+	double		d;
+	float		f;
+
+	switch (metric)
+	{
+		case GI_METRIC_L2:
+			d = acc;
+			break;
+		case GI_METRIC_IP:
+			d = -acc;
+			break;
+		default:
+			d = qnorm2 == 0.0 ? INFINITY : 1.0 - acc / sqrt(qnorm2);
+			break;
+	}
+	f = (float) d;
+	return isnan(f) ? INFINITY : f;
+}
+
+/* the gi_host_list_scorer of the kind */
+static void
+gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
+				uint32_t list, float *lut, struct gi_host_topk *best)
+{
+	const gi_ivfpq_state *st = arg;
+	uint32_t	ksub = st->ksub;
+	double		base = gi_host_pq_lut(st, q, list, lut);
+	uint32_t	slab = gi_host_store_list_head(store, list);
+	gi_host_slab_view view;
+
+	while (slab != GI_NIL && gi_host_store_slab(store, slab, &view))
+	{
+		double		acc[GI_SLAB_RECORDS];
+		uint32_t	bits;
+		uint32_t	i;
+
+		for (i = 0; i < GI_SLAB_RECORDS; i++)
+			acc[i] = base;
+
+		/*
+		 * Word w of every slot holds sub-spaces 4w .. 4w+3 (byte s % 4, in
+		 * memory order); each slot adds them in sub-space order.  Slots
+		 * without a valid bit (zeros, or a deleted record's code) are
+		 * computed too and never pushed.
+		 */
+		for (uint32_t w = 0; w * 4 < st->m; w++)
+		{
+			const uint32_t *words = view.payload + (size_t) w * GI_SLAB_RECORDS;
+			uint32_t	nb = st->m - w * 4 < 4 ? st->m - w * 4 : 4;
+			const float *row = lut + (size_t) w * 4 * ksub;
+
+			for (i = 0; i < GI_SLAB_RECORDS; i++)
+			{
+				uint8_t		b[4];
+				double		a = acc[i];
+
+				memcpy(b, words + i, sizeof(b));
+				for (uint32_t j = 0; j < nb; j++)
+					a += b[j] < ksub ? (double) row[j * ksub + b[j]] : NAN;
+				acc[i] = a;
+			}
+		}
+		for (bits = view.bitmap; bits; bits &= bits - 1)
+		{
+			i = (uint32_t) __builtin_ctz(bits);
+			gi_host_topk_push(best, gi_host_pq_finish((gi_metric) st->ivf.metric,
+													  acc[i], qnorm2),
+							  view.keys[i]);
+		}
+		slab = view.next;
+	}
+}
+
+static gi_status
+gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
+{
+	const gi_store_params *params;
+	const gi_ivfpq_state *st = state;
+	void	   *copy;
+
+	if (store == NULL || state == NULL || bytes < sizeof(gi_ivfpq_state))
+	{
+		gi_host_set_error("ivfpq set_state: no store or no state");
+		return GI_ERR_INVALID;
+	}
+	params = gi_host_store_params(store);
+	if (st->ivf.nlists != params->nlists || st->ivf.dim == 0 || st->m == 0 ||
+		st->ivf.dim % st->m != 0 || st->ksub == 0 || st->ksub > GI_PQ_MAX_KSUB ||
+		gi_ivfpq_record_bytes(st->m) != params->record_bytes ||
+		bytes != gi_ivfpq_state_size(st->ivf.nlists, st->ivf.dim, st->ksub))
+	{
+		gi_host_set_error("ivfpq set_state: state of %u lists x %u dimensions, %u sub-spaces of %u entries (%zu bytes) does not fit a store of %u lists and %u-byte records",
+						  st->ivf.nlists, st->ivf.dim, st->m, st->ksub, bytes,
+						  params->nlists, params->record_bytes);
+		return GI_ERR_INVALID;
+	}
+	if (st->ivf.metric != GI_METRIC_L2 && st->ivf.metric != GI_METRIC_IP &&
+		st->ivf.metric != GI_METRIC_COSINE)
+	{
+		gi_host_set_error("ivfpq set_state: unknown metric %u", st->ivf.metric);
+		return GI_ERR_INVALID;
+	}
+	copy = malloc(bytes);
+	if (copy == NULL)
+	{
+		gi_host_set_error("ivfpq set_state: out of memory for %zu bytes", bytes);
+		return GI_ERR_NOMEM;
+	}
+	memcpy(copy, state, bytes);
+	gi_host_store_set_kind_state(store, copy, free);
+	return GI_OK;
+}
+
+static gi_status
+gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
+					 const void *queries, size_t query_bytes, uint32_t k,
+					 gi_hit *hits, uint32_t *found)
+{
+	const gi_ivf_search_params *p = params;
+	const gi_ivfpq_state *st;
+	gi_host_list_scorer scorer;
+
+	if (store == NULL || p == NULL)
+	{
+		gi_host_set_error("ivfpq search: no store or no parameters");
+		return GI_ERR_INVALID;
+	}
+	st = gi_host_store_kind_state(store);
+	if (st == NULL)
+	{
+		gi_host_set_error("ivfpq search: the store has no codebooks (set_state was not called)");
+		return GI_ERR_INVALID;
+	}
+	if (p->dim != st->ivf.dim || query_bytes != (size_t) nq * st->ivf.dim * sizeof(float))
+	{
+		gi_host_set_error("ivfpq search: %zu bytes of queries of dimension %u for an index of dimension %u",
+						  query_bytes, p->dim, st->ivf.dim);
+		return GI_ERR_INVALID;
+	}
+	scorer.scan = gi_host_pq_scan;
+	scorer.arg = st;
+	scorer.scratch_floats = (size_t) st->m * st->ksub;
+	return gi_host_ivf_search_lists(store, gi_ivfpq_state_centroids(st), st->ivf.dim,
+									(gi_metric) st->ivf.metric, nq, queries,
+									p->probes, k, hits, found, &scorer);
+}
+
+const gi_kind_ops gi_host_ivfpq_kind = {
+	.set_state = gi_host_ivfpq_set_state,
+	.search = gi_host_ivfpq_search,
+};

@@ -1,0 +1,289 @@
+/*
+ * test_host_ivfpq.c
+ *		cmocka tests of the host IVF-PQ kind (host_ivfpq.c) and of the
+ *		encoder of gi_kind_ivfpq.h.
+ *
+ * The reference keeps every record's list and code and scores it here
+ * from the reconstructed vector c + e (the definition in gi_kind_ivfpq.h,
+ * not a look-up table), probing the lists with the nearest centroids
+ * exactly as the IVF kind does; the expected answer is a full sort by
+ * (distance, key), compared with a float tolerance.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gi_kind_ivfpq.h"
+#include "host_pool.h"
+#include "host_store.h"
+#include "test_util.h"
+
+static const gi_backend_ops *ops;
+
+#define DIM		12
+#define NLISTS	6
+#define NREC	700
+
+typedef struct ref_hit
+{
+	double		dist;
+	uint64_t	key;
+} ref_hit;
+
+static int
+ref_cmp(const void *a, const void *b)
+{
+	const ref_hit *x = a;
+	const ref_hit *y = b;
+
+	if (x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* the metric's distance of q to the reconstructed vector x */
+static double
+ref_distance(gi_metric metric, const float *q, const double *x)
+{
+	double		acc = 0.0;
+	double		qn = 0.0;
+
+	for (int j = 0; j < DIM; j++)
+	{
+		if (metric == GI_METRIC_L2)
+			acc += ((double) q[j] - x[j]) * ((double) q[j] - x[j]);
+		else
+			acc += (double) q[j] * x[j];
+		qn += (double) q[j] * q[j];
+	}
+	if (metric == GI_METRIC_L2)
+		return acc;
+	if (metric == GI_METRIC_IP)
+		return -acc;
+	return 1.0 - acc / sqrt(qn);
+}
+
+/* the IVF kind's choice of lists: (centroid distance, list) */
+static void
+ref_probe(gi_metric metric, const float *cent, const float *q, uint32_t probes,
+		  bool *probed)
+{
+	ref_hit		l[NLISTS];
+
+	for (uint32_t i = 0; i < NLISTS; i++)
+	{
+		double		x[DIM];
+		double		qn = 0.0;
+		double		cn = 0.0;
+		double		acc = 0.0;
+
+		for (int j = 0; j < DIM; j++)
+		{
+			x[j] = cent[i * DIM + j];
+			qn += (double) q[j] * q[j];
+			cn += x[j] * x[j];
+			acc += (double) q[j] * x[j];
+		}
+		l[i].key = i;
+		if (metric == GI_METRIC_COSINE)
+			l[i].dist = 1.0 - acc / (sqrt(qn) * sqrt(cn));
+		else
+			l[i].dist = ref_distance(metric, q, x);
+		probed[i] = false;
+	}
+	qsort(l, NLISTS, sizeof(ref_hit), ref_cmp);
+	for (uint32_t i = 0; i < probes; i++)
+		probed[l[i].key] = true;
+}
+
+static void
+run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
+{
+	uint32_t	dsub = DIM / m;
+	size_t		bytes = gi_ivfpq_state_size(NLISTS, DIM, ksub);
+	gi_ivfpq_state *st = calloc(1, bytes);
+	float	   *cent = (float *) (st + 1);
+	float	   *books = cent + NLISTS * DIM;
+	uint32_t	rb = gi_ivfpq_record_bytes(m);
+	uint8_t    *codes = calloc(NREC, rb);
+	uint32_t   *lists = malloc(sizeof(uint32_t) * NREC);
+	uint64_t   *keys = malloc(sizeof(uint64_t) * NREC);
+	gi_store_params sp = {.nlists = NLISTS, .record_bytes = rb, .key_mode = GI_KEYS_UNIQUE};
+	gi_store   *s;
+	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVFPQ];
+	float		q[DIM];
+	gi_ivf_search_params p = {.dim = DIM, .probes = probes};
+	uint32_t	k = 15;
+	gi_hit		hits[15];
+	uint32_t	found;
+
+	st->ivf.dim = DIM;
+	st->ivf.metric = metric;
+	st->ivf.nlists = NLISTS;
+	st->m = m;
+	st->ksub = ksub;
+	for (uint32_t i = 0; i < NLISTS * DIM; i++)
+		cent[i] = 3.0f * rng_float();
+	for (uint32_t i = 0; i < ksub * DIM; i++)
+		books[i] = rng_float();
+	assert_int_equal(ops->store_create(&sp, &s), GI_OK);
+	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
+	for (uint32_t i = 0; i < NREC; i++)
+	{
+		lists[i] = rng_below(NLISTS);
+		keys[i] = 1000 + i;
+		for (uint32_t j = 0; j < m; j++)
+			codes[(size_t) i * rb + j] = (uint8_t) rng_below(ksub);
+	}
+	assert_int_equal(ops->store_insert(s, NREC, lists, keys, codes, NULL), GI_OK);
+	/* a deleted record never comes back */
+	assert_int_equal(ops->store_delete(s, 1, &keys[7], NULL), GI_OK);
+
+	for (int t = 0; t < 10; t++)
+	{
+		bool		probed[NLISTS];
+		ref_hit    *ref = malloc(sizeof(ref_hit) * NREC);
+		uint32_t	nref = 0;
+
+		for (int j = 0; j < DIM; j++)
+			q[j] = 3.0f * rng_float();
+		ref_probe(metric, cent, q, probes, probed);
+		for (uint32_t i = 0; i < NREC; i++)
+		{
+			double		x[DIM];
+
+			if (i == 7 || !probed[lists[i]])
+				continue;
+			for (uint32_t s2 = 0; s2 < m; s2++)
+				for (uint32_t j = 0; j < dsub; j++)
+					x[s2 * dsub + j] = (double) cent[lists[i] * DIM + s2 * dsub + j] +
+						books[((size_t) s2 * ksub + codes[(size_t) i * rb + s2]) * dsub + j];
+			ref[nref].dist = ref_distance(metric, q, x);
+			ref[nref].key = keys[i];
+			nref++;
+		}
+		qsort(ref, nref, sizeof(ref_hit), ref_cmp);
+		assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), k, hits, &found), GI_OK);
+		assert_int_equal(found, nref < k ? nref : k);
+		for (uint32_t r = 0; r < found; r++)
+		{
+			double		tol = 1e-4 * (1.0 + fabs(ref[r].dist));
+
+			assert_true(fabs(hits[r].distance - ref[r].dist) <= tol);
+			/* the same record, unless two distances lie within rounding */
+			if (hits[r].key != ref[r].key)
+				assert_true(fabs(ref[r].dist - ref[r + (r + 1 < nref)].dist) <= 2 * tol ||
+							(r > 0 && fabs(ref[r].dist - ref[r - 1].dist) <= 2 * tol));
+		}
+		free(ref);
+	}
+	ops->store_destroy(s);
+	free(keys);
+	free(lists);
+	free(codes);
+	free(st);
+}
+
+static void
+test_pq_l2(void **state)
+{
+	(void) state;
+	rng_seed(41);
+	run_metric(GI_METRIC_L2, 6, 256, 3);
+	run_metric(GI_METRIC_L2, 12, 16, NLISTS);
+}
+
+static void
+test_pq_ip_cosine(void **state)
+{
+	(void) state;
+	rng_seed(42);
+	run_metric(GI_METRIC_IP, 4, 64, 2);
+	run_metric(GI_METRIC_COSINE, 3, 256, NLISTS);
+}
+
+/* the encoder: per sub-space the nearest entry, the lowest on ties */
+static void
+test_pq_encode(void **state)
+{
+	float		books[2 * 4 * 2] = {
+		/* sub-space 0: four entries of 2 floats */
+		0, 0, 1, 0, 0, 1, 1, 0,
+		/* sub-space 1 */
+		5, 5, -1, -1, 2, 2, 3, 3,
+	};
+	float		r[4] = {0.9f, 0.1f, 2.4f, 2.6f};
+	uint8_t		code[2];
+
+	(void) state;
+	gi_pq_encode(books, 2, 4, 2, r, code);
+	assert_int_equal(code[0], 1);	/* entry 3 equals entry 1: the lower wins */
+	assert_int_equal(code[1], 2);	/* (2.4, 2.6) is as near (2,2) as (3,3) */
+	assert_int_equal(gi_ivfpq_record_bytes(1), 4);
+	assert_int_equal(gi_ivfpq_record_bytes(8), 8);
+	assert_int_equal(gi_ivfpq_record_bytes(9), 12);
+}
+
+/* states that do not fit the store are refused */
+static void
+test_pq_bad_state(void **state)
+{
+	size_t		bytes = gi_ivfpq_state_size(2, 8, 16);
+	gi_ivfpq_state *st = calloc(1, bytes);
+	gi_store_params sp = {.nlists = 2, .record_bytes = 4, .key_mode = GI_KEYS_UNIQUE};
+	gi_store   *s;
+	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVFPQ];
+	gi_ivf_search_params p = {.dim = 8, .probes = 1};
+	float		q[8] = {0};
+	gi_hit		hits[2];
+	uint32_t	found;
+
+	(void) state;
+	st->ivf.dim = 8;
+	st->ivf.nlists = 2;
+	st->ivf.metric = GI_METRIC_L2;
+	st->m = 4;
+	st->ksub = 16;
+	assert_int_equal(ops->store_create(&sp, &s), GI_OK);
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	st->m = 3;					/* does not divide 8 */
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	st->m = 8;					/* 8 code bytes, the store has 4 */
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	st->m = 4;
+	st->ksub = 300;
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	st->ksub = 16;
+	assert_int_equal(kind->set_state(s, st, bytes - 4), GI_ERR_INVALID);
+	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_OK);
+	assert_int_equal(found, 0);
+	ops->store_destroy(s);
+	free(st);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pq_l2),
+		cmocka_unit_test(test_pq_ip_cosine),
+		cmocka_unit_test(test_pq_encode),
+		cmocka_unit_test(test_pq_bad_state),
+	};
+
+	ops = gi_host_backend();
+	/* GI_TEST_THREADS=N: every search on N threads, however small */
+	if (getenv("GI_TEST_THREADS") != NULL)
+	{
+		ops->set_host_threads((uint32_t) atoi(getenv("GI_TEST_THREADS")));
+		gi_host_pool_set_grain(0);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
