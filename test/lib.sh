@@ -75,5 +75,5 @@ pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok - $*"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAILED - $*"; }
 check() {
 	# check NAME EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; fi
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1 (expected '$2', got '$3')"; return 1; fi
 }
