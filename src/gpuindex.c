@@ -226,6 +226,15 @@ _PG_init(void)
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gpuindex.trace_stages",
+							 "Search requests ask the compute backend for the times of its own stages (gpuindex_search_stages()).",
+							 "The CUDA backend then waits for each stage to finish, so searches are slower while this is on.",
+							 &gi_trace_stages,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpuindex");
 
 	prev_object_access_hook = object_access_hook;

@@ -130,6 +130,18 @@ struct GiLoad
 
 extern bool gi_load(Relation index, GiLoadSpec *spec);
 
+/* ---- where a search statement's time went (gi_stages.c) ---- */
+
+typedef enum GiStageKind
+{
+	GI_STAGE_VISIBILITY,		/* heap fetches and visibility checks */
+	GI_STAGE_ROWS				/* result rows */
+} GiStageKind;
+
+extern void gi_stages_begin(void);
+extern void gi_stages_add(GiStageKind kind, uint64 ns);
+extern void gi_stages_end(void);
+
 /* ---- an index searched in parts when its store does not fit (gi_parts.c) ---- */
 
 /* the part of the rows a load fills: all of them while gi_load_nparts is 0 */

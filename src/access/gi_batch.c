@@ -52,6 +52,7 @@ gi_open_index_for_sql(Oid indexoid, const char *amname, const char *opname,
 	Relation	index;
 	AclResult	aclresult;
 
+	gi_stages_begin();
 	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -246,6 +247,8 @@ gi_batch_collect(GiBatch *b)
 			uint32	   *found;
 			gi_hit	   *hits = b->search(b->arg, pend + from, n, kreq, &found);
 
+			uint64		t0 = gi_now_ns();
+
 			for (int i = 0; i < n; i++)
 			{
 				GiBatchQuery *q = &bq[pend[from + i]];
@@ -258,6 +261,7 @@ gi_batch_collect(GiBatch *b)
 					pend[nstill++] = pend[from + i];
 			}
 			pfree(hits);
+			gi_stages_add(GI_STAGE_VISIBILITY, gi_now_ns() - t0);
 			CHECK_FOR_INTERRUPTS();
 		}
 
@@ -284,6 +288,7 @@ gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	GiBatchQuery *bq = gi_batch_collect(b);
+	uint64		t0 = gi_now_ns();
 
 	for (int q = 0; q < b->nq; q++)
 	{
@@ -305,4 +310,6 @@ gi_batch_run(GiBatch *b, FunctionCallInfo fcinfo)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
+	gi_stages_add(GI_STAGE_ROWS, gi_now_ns() - t0);
+	gi_stages_end();
 }

@@ -37,6 +37,7 @@ gi_scan_begin(Relation index, int nkeys, int norderbys, Size opaque_size)
 {
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
 
+	gi_stages_begin();
 	scan->opaque = palloc0(opaque_size);
 	if (norderbys > 0)
 	{

@@ -162,6 +162,15 @@ typedef struct gi_hit
  * What a kind adds to the store (the kind's header documents the layouts
  * of its state, search parameters and queries).
  */
+/* one stage of a search as the compute backend timed it */
+typedef struct gi_stage_time
+{
+	char		name[16];
+	float		us;
+} gi_stage_time;
+
+#define GI_MAX_STAGES 8
+
 typedef struct gi_kind_ops
 {
 	/*
@@ -197,6 +206,14 @@ typedef struct gi_kind_ops
 	 */
 	gi_status	(*list_bounds) (gi_store *store, uint32_t first, uint32_t n,
 								float *out);
+
+	/*
+	 * Optional: time the stages of the next search (copies, kernels) when
+	 * on, and say what they took: at most max stages of the last search
+	 * timed into out, their number returned (0 when none was timed).
+	 */
+	void		(*time_stages) (gi_store *store, bool on);
+	uint32_t	(*last_stages) (gi_store *store, gi_stage_time *out, uint32_t max);
 } gi_kind_ops;
 
 typedef struct gi_backend_ops

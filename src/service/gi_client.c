@@ -145,6 +145,9 @@ queue_request(GiSlot *slot, const GiCall *call)
 	gi_wake_service();
 }
 
+GiSearchTimes gi_last_search;
+bool		gi_trace_stages = false;
+
 /* one submission; returns the raw reply */
 static void
 submit_once(GiCall *call)
@@ -153,8 +156,14 @@ submit_once(GiCall *call)
 	Size		capacity = Max(call->in_size, call->out_capacity);
 	dsm_segment *seg = NULL;
 	char	   *buf;
+	bool		search = call->type == GI_REQ_SEARCH;
+	uint64		t_submit;
+	uint64		t_queued;
 
 	wait_slot_idle(slot);
+	t_submit = gi_now_ns();
+	if (search && gi_trace_stages)
+		call->args.flags |= GI_REQ_TRACE;
 
 	if (capacity > GI_SLOT_INLINE)
 	{
@@ -172,6 +181,7 @@ submit_once(GiCall *call)
 	if (call->in_size > 0)
 		memcpy(buf, call->in, call->in_size);
 	queue_request(slot, call);
+	t_queued = gi_now_ns();
 
 	PG_TRY();
 	{
@@ -187,11 +197,23 @@ submit_once(GiCall *call)
 	call->reply = slot->reply;
 	call->rargs = slot->rargs;
 	call->out = NULL;
+	if (search)
+		gi_last_search.t_woke = gi_now_ns();
 	if (call->reply == GI_REPLY_OK && call->rargs.out_size > 0)
 	{
 		Assert(call->rargs.out_size <= slot->capacity);
 		call->out = palloc(call->rargs.out_size);
 		memcpy(call->out, buf, call->rargs.out_size);
+	}
+	if (search)
+	{
+		gi_last_search.t_copied = gi_now_ns();
+		gi_last_search.t_submit = t_submit;
+		gi_last_search.t_queued = t_queued;
+		if (gi_last_search.t_first == 0)
+			gi_last_search.t_first = t_submit;
+		gi_last_search.requests++;
+		gi_last_search.rargs = call->rargs;
 	}
 
 	SpinLockAcquire(&slot->mutex);

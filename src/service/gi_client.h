@@ -36,6 +36,28 @@ typedef struct GiCall
 	void	   *out;
 } GiCall;
 
+/*
+ * The times of this session's last search request (gi_now_ns): its payload
+ * copy began, it was queued, its answer was seen and copied out; the
+ * service's times and the compute backend's stages are in rargs.
+ */
+typedef struct GiSearchTimes
+{
+	uint64		t_first;		/* the first search request since
+								 * gi_stages_begin (0: none yet) */
+	uint64		t_submit;
+	uint64		t_queued;
+	uint64		t_woke;
+	uint64		t_copied;
+	uint32		requests;		/* search requests since gi_stages_begin */
+	GiRespArgs	rargs;
+} GiSearchTimes;
+
+extern GiSearchTimes gi_last_search;
+
+/* gpuindex.trace_stages: search requests ask for the backend's stages */
+extern bool gi_trace_stages;
+
 /* ERROR unless gpuindex was preloaded (shared_preload_libraries) */
 extern void gi_require_service(void);
 

@@ -18,6 +18,8 @@
 #ifndef GI_PROTOCOL_H
 #define GI_PROTOCOL_H
 
+#include <time.h>
+
 #include "gi_backend.h"
 
 /* inline payload buffer of each slot; larger payloads go through DSM */
@@ -126,12 +128,16 @@ typedef struct GiReqArgs
 	 */
 	uint64		lsn;
 	uint64		lsn_from;
+	uint32		flags;			/* GI_REQ_* */
 	union
 	{
 		char		bytes[GI_KARGS_BYTES];
 		uint64		align;
 	}			kargs;
 } GiReqArgs;
+
+/* SEARCH: the compute backend times its stages (gpuindex.trace_stages) */
+#define GI_REQ_TRACE		1
 
 /* the kind's (or job's) argument struct inside a GiReqArgs */
 #define GI_KARGS(args, type) \
@@ -148,7 +154,30 @@ typedef struct GiRespArgs
 	uint64		lsn;			/* GI_REPLY_STALE: what the store covers */
 	int			sqlstate;		/* GI_REPLY_ERROR (and UNSUPPORTED: why) */
 	char		errmsg[GI_ERRMSG_LEN];
+
+	/*
+	 * SEARCH: when the service took the request, began and ended the
+	 * compute backend's search call that answered it (the last, when
+	 * sliced) and wrote the answer (CLOCK_MONOTONIC ns, one clock for all
+	 * processes); with GI_REQ_TRACE the backend's own stages of that call.
+	 */
+	uint64		t_taken;
+	uint64		t_search;
+	uint64		t_searched;
+	uint64		t_answered;
+	uint32		nstages;
+	gi_stage_time stages[GI_MAX_STAGES];
 } GiRespArgs;
+
+/* CLOCK_MONOTONIC in nanoseconds: stage times across processes */
+static inline uint64
+gi_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64) ts.tv_sec * 1000000000 + (uint64) ts.tv_nsec;
+}
 
 /* faults GI_REQ_DEBUG_FAULT injects into the service (test hook) */
 #define GI_FAULT_DEVICE		1	/* a device error: answer, then restart */

@@ -130,6 +130,46 @@ ewma(double old, double now)
  * palloc'd *hits and *found; timed, when slicing is on, into the store's
  * cost per query and *us (microseconds a query; 0 untimed).
  */
+/*
+ * Note in the answers of group[0..n) when the search calls that answer
+ * them ran (a sliced request: from its first slice's call, unless first is
+ * false, to its last's), and with GI_REQ_TRACE the compute backend's own
+ * stages of the last call.
+ */
+static void
+note_times(GiStoreEntry *e, GiWork **group, int n, uint64 t0, uint64 t1, bool traced,
+		   bool first)
+{
+	const gi_kind_ops *kops = gi_ops->kinds[e->kind];
+	gi_stage_time stages[GI_MAX_STAGES];
+	uint32		nstages = 0;
+
+	if (traced && kops->last_stages != NULL)
+		nstages = kops->last_stages(e->store, stages, GI_MAX_STAGES);
+	for (int i = 0; i < n; i++)
+	{
+		GiRespArgs *r = &group[i]->slot->rargs;
+
+		if (first)
+			r->t_search = t0;
+		r->t_searched = t1;
+		r->nstages = Min(nstages, GI_MAX_STAGES);
+		memcpy(r->stages, stages, r->nstages * sizeof(gi_stage_time));
+	}
+}
+
+/* does any of group[0..n) ask for the backend's stage times? */
+static bool
+traced(GiStoreEntry *e, GiWork **group, int n)
+{
+	if (gi_ops->kinds[e->kind]->time_stages == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (group[i]->slot->args.flags & GI_REQ_TRACE)
+			return true;
+	return false;
+}
+
 static gi_status
 backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, int n,
 			   uint32 nq, uint32 k, gi_hit **hits, uint32 **found, double *us)
@@ -188,6 +228,8 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	uint32	   *found;
 	gi_status	st;
 	double		us;
+	bool		trace;
+	uint64		t0;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -210,7 +252,14 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 		return;
 	}
 
+	trace = traced(e, group, n);
+	if (trace)
+		gi_ops->kinds[e->kind]->time_stages(e->store, true);
+	t0 = gi_now_ns();
 	st = backend_search(e, kind, reqs, n, (uint32) nq, k, &hits, &found, &us);
+	note_times(e, group, n, t0, gi_now_ns(), trace, true);
+	if (trace)
+		gi_ops->kinds[e->kind]->time_stages(e->store, false);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -256,12 +305,21 @@ search_slice(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
 	uint32	   *found;
 	gi_status	st;
 	double		us;
+	bool		trace;
+	uint64		t0;
 
 	args.n = cnt;
 	ks.args = &args;
 	ks.queries = w->sliced + w->sliced_bytes;
 	ks.query_bytes = kind->queries_size(e->summary, ks.queries, cnt);
+	trace = traced(e, &w, 1);
+	if (trace)
+		gi_ops->kinds[e->kind]->time_stages(e->store, true);
+	t0 = gi_now_ns();
 	st = backend_search(e, kind, &ks, 1, cnt, k, &hits, &found, &us);
+	note_times(e, &w, 1, t0, gi_now_ns(), trace, w->sliced_done == 0);
+	if (trace)
+		gi_ops->kinds[e->kind]->time_stages(e->store, false);
 	if (st != GI_OK)
 	{
 		gi_reply_status(w, st);

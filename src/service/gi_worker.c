@@ -103,6 +103,7 @@ collect(GiWork *work, int nwork, int max)
 		if (slot->state == GI_SLOT_QUEUED)
 		{
 			slot->state = GI_SLOT_RUNNING;
+			slot->rargs.t_taken = gi_now_ns();
 			take = true;
 		}
 		else if (slot->state == GI_SLOT_ABANDONED)
@@ -233,6 +234,7 @@ finish_round(GiWork *work, int nwork)
 			dsm_detach(w->seg);
 			w->seg = NULL;
 		}
+		slot->rargs.t_answered = gi_now_ns();
 		SpinLockAcquire(&slot->mutex);
 		if (slot->state == GI_SLOT_RUNNING)
 		{

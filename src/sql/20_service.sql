@@ -60,3 +60,13 @@ CREATE VIEW gpuindex_stats AS
 	SELECT * FROM gpuindex_store_stats();
 COMMENT ON VIEW gpuindex_stats IS
 	'one row per index store held by the gpuindex device service (all databases)';
+
+CREATE FUNCTION gpuindex_search_stages(
+	OUT stage text,
+	OUT us double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuindex_search_stages'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuindex_search_stages() IS
+	'where the time of this session''s last gpuindex search statement went, stage by stage (microseconds; see docs/query-path.md)';
