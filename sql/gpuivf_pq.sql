@@ -11,11 +11,6 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuindex;
 RESET client_min_messages;
--- the CUDA backend has no IVF-PQ search (docs/pq.md): there the test ends here
-SELECT current_setting('gpuindex.device') <> 'cpu' AS pq_skip \gset
-\if :pq_skip
-\quit
-\endif
 SELECT setseed(0.25);
 
 CREATE TABLE pq_centres AS

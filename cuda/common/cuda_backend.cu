@@ -24,6 +24,7 @@
 
 /* the kinds, one entry each (cuda/<kind>/) */
 extern const gi_kind_ops gi_cu_ivf_kind;
+extern const gi_kind_ops gi_cu_ivfpq_kind;
 extern const gi_kind_ops gi_cu_sparse_kind;
 
 static thread_local char gi_cuda_errbuf[512];
@@ -80,6 +81,7 @@ gi_cuda_make_ops(void)
 	o.store_set_limit = gi_cu_store_set_limit;
 	o.kinds[GI_KIND_IVF] = &gi_cu_ivf_kind;
 	o.kinds[GI_KIND_SPARSE] = &gi_cu_sparse_kind;
+	o.kinds[GI_KIND_IVFPQ] = &gi_cu_ivfpq_kind;
 	o.kmeans_train = gi_cu_kmeans_train;
 	o.kmeans_assign = gi_cu_kmeans_assign;
 	o.kmeans_release = gi_cu_kmeans_release;

@@ -4,6 +4,7 @@
  *		set_state puts the centroids on the store's device once; search
  *		checks its arguments and runs chunks of queries through the coarse
  *		quantizer (cuda_quantizer.cu) and the fine scan (cuda_search.cu).
+ *		The chunk loop (gi_cu_ivf_chunks) serves the IVF-PQ kind too.
  */
 #include <cstdlib>
 #include <cstring>
@@ -15,10 +16,10 @@
 /* device scratch for one chunk of queries */
 #define GI_CU_QUERY_BUDGET	((size_t) 256 << 20)
 
+/* see cuda_ivf.h */
 void
-gi_cu_ivf_free(gi_store *s, void *kstate)
+gi_cu_ivf_release(gi_cu_ivf *iv)
 {
-	gi_cu_ivf  *iv = (gi_cu_ivf *) kstate;
 	gi_cu_buf  *bufs[] = {
 		&iv->s_q, &iv->s_qd, &iv->s_qn, &iv->s_qnd, &iv->s_gemm, &iv->s_cand,
 		&iv->s_rkey, &iv->s_probe, &iv->s_hits, &iv->s_found, &iv->s_cd,
@@ -27,23 +28,36 @@ gi_cu_ivf_free(gi_store *s, void *kstate)
 		&iv->s_oval, &iv->s_order, &iv->s_seg, &iv->s_tflag, &iv->s_tile
 	};
 
-	if (iv == NULL)
-		return;
-	/* kernels of the last search may still read them */
-	if (s->ss)
-		cudaStreamSynchronize(s->ss);
 	if (iv->d_cent)
 		cudaFree(iv->d_cent);
 	if (iv->d_centd)
 		cudaFree(iv->d_centd);
 	if (iv->d_cnorm)
 		cudaFree(iv->d_cnorm);
+	iv->d_cent = NULL;
+	iv->d_centd = NULL;
+	iv->d_cnorm = NULL;
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		gi_cu_buf_free(bufs[i]);
 	gi_cu_pinned_free(&iv->p_q);
 	gi_cu_pinned_free(&iv->p_res);
 	free(iv->h_cnt.p);
 	free(iv->h_beg.p);
+	iv->h_cnt.p = NULL;
+	iv->h_beg.p = NULL;
+}
+
+void
+gi_cu_ivf_free(gi_store *s, void *kstate)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) kstate;
+
+	if (iv == NULL)
+		return;
+	/* kernels of the last search may still read them */
+	if (s->ss)
+		cudaStreamSynchronize(s->ss);
+	gi_cu_ivf_release(iv);
 	delete iv;
 }
 
@@ -113,16 +127,14 @@ gi_cu_ivf_set_state(gi_store *s, const void *state, size_t bytes)
 	return st;
 }
 
-static gi_status
-gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queries_v,
-				 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+/* see cuda_ivf.h */
+gi_status
+gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
+				 const float *queries, uint32_t probes, uint32_t k, gi_hit *hits,
+				 uint32_t *found, gi_cu_fine_fn fine, void *arg)
 {
-	const gi_ivf_search_params *p = (const gi_ivf_search_params *) params;
-	const float *queries = (const float *) queries_v;
-	gi_cu_ivf  *iv;
-	uint32_t	nl;
-	uint32_t	dim;
-	uint32_t	probes;
+	const uint32_t nl = s->params.nlists;
+	const uint32_t dim = iv->dim;
 	uint32_t	pp;
 	size_t		per_query;
 	uint32_t	qc_max;
@@ -132,36 +144,16 @@ gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queri
 	size_t		res_flag;
 	gi_status	st;
 
-	if (s == NULL || p == NULL)
-	{
-		gi_cu_set_error("ivf search: no store or no parameters");
-		return GI_ERR_INVALID;
-	}
-	iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
-	if (iv == NULL)
-	{
-		gi_cu_set_error("ivf search: the store has no centroids (set_state was not called)");
-		return GI_ERR_INVALID;
-	}
-	nl = s->params.nlists;
-	dim = iv->dim;
-	probes = p->probes;
-	if (p->dim != dim || query_bytes != (size_t) nq * dim * sizeof(float))
-	{
-		gi_cu_set_error("ivf search: %zu bytes of queries of dimension %u for an index of dimension %u",
-						query_bytes, p->dim, dim);
-		return GI_ERR_INVALID;
-	}
 	if (probes == 0)
 	{
-		gi_cu_set_error("ivf search: probes must be at least 1");
+		gi_cu_set_error("%s: probes must be at least 1", what);
 		return GI_ERR_INVALID;
 	}
 	if (nq == 0)
 		return GI_OK;
 	if (queries == NULL || found == NULL || (k > 0 && hits == NULL))
 	{
-		gi_cu_set_error("ivf search: queries, hits and found must not be NULL");
+		gi_cu_set_error("%s: queries, hits and found must not be NULL", what);
 		return GI_ERR_INVALID;
 	}
 	if (k == 0)
@@ -217,8 +209,8 @@ gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queri
 								  cudaMemcpyHostToDevice, s->ss));
 		st = gi_cu_coarse(s, iv, qc, probes, &probe_lists);
 		if (st == GI_OK)
-			st = gi_cu_fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p,
-							(uint32_t *) iv->s_found.p);
+			st = fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p,
+					  (uint32_t *) iv->s_found.p, arg);
 		if (st != GI_OK)
 			return st;
 		GI_CU_TRY(cudaMemcpyAsync(res, iv->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
@@ -238,6 +230,34 @@ gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queri
 		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
 	}
 	return GI_OK;
+}
+
+static gi_status
+gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
+				 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	const gi_ivf_search_params *p = (const gi_ivf_search_params *) params;
+	gi_cu_ivf  *iv;
+
+	if (s == NULL || p == NULL)
+	{
+		gi_cu_set_error("ivf search: no store or no parameters");
+		return GI_ERR_INVALID;
+	}
+	iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+	if (iv == NULL)
+	{
+		gi_cu_set_error("ivf search: the store has no centroids (set_state was not called)");
+		return GI_ERR_INVALID;
+	}
+	if (p->dim != iv->dim || query_bytes != (size_t) nq * iv->dim * sizeof(float))
+	{
+		gi_cu_set_error("ivf search: %zu bytes of queries of dimension %u for an index of dimension %u",
+						query_bytes, p->dim, iv->dim);
+		return GI_ERR_INVALID;
+	}
+	return gi_cu_ivf_chunks(s, iv, "ivf search", nq, (const float *) queries, p->probes, k,
+							hits, found, gi_cu_fine, NULL);
 }
 
 const gi_kind_ops gi_cu_ivf_kind = {

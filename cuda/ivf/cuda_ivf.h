@@ -4,7 +4,8 @@
  *		centroids on the device, set once by set_state, and its search
  *		scratch) and the entry points between its files: cuda_ivf.cu (the
  *		kind's entries), cuda_quantizer.cu (probed lists), cuda_search.cu
- *		(fine scan and top-k).
+ *		(fine scan and top-k).  The IVF-PQ kind (cuda_ivfpq.h) embeds this
+ *		state and uses the quantizer, the query chunks and the top-k.
  */
 #ifndef GI_CUDA_IVF_H
 #define GI_CUDA_IVF_H
@@ -14,7 +15,7 @@
 
 struct gi_cu_ivf
 {
-	uint32_t	dim;			/* == the store's words */
+	uint32_t	dim;			/* floats per query (IVF: == the store's words) */
 	gi_metric	metric;
 
 	/* centroids, uploaded by set_state */
@@ -58,8 +59,71 @@ struct gi_cu_ivf
 	gi_cu_pinned p_res;			/* hits, found, flags on their way down */
 };
 
+/*
+ * What a scan kernel of the IVF kinds reads and writes (cuda_search.cu,
+ * and the IVF-PQ kind's scan).
+ */
+struct gi_scan_args
+{
+	const uint32_t *lists;		/* [2*nlists] head, rows */
+	const gi_dslab *slabs;
+	const float *queries;		/* [nq x D] */
+	const float *qnorm;			/* [nq] |q|^2 float */
+	const double *qnormd;		/* [nq] |q|^2 double, host order */
+	const uint32_t *probes;		/* [nq x P], NULL: list p is probe p */
+	uint32_t	P;
+	uint32_t	G;				/* groups (blocks) per query */
+	uint32_t	W;				/* words per record */
+	uint32_t	D;				/* floats per query */
+	uint32_t	k;
+	uint32_t	cap;
+	uint32_t	max_steps;		/* chain walk bound: the pool's size */
+	const uint32_t *order;		/* block -> unit, or NULL for the identity */
+	/* multi-query tiles (gi_k_scan_tile) */
+	const uint32_t *okeys;		/* list of each list-ordered unit */
+	const uint32_t *tiles;		/* first ordered unit of each tile */
+	const uint32_t *ntiles;		/* tiles (device) */
+	uint32_t	nunits;
+	int			metric;
+	uint32_t   *flags;
+	/* top-k outputs: final (G == 1) or partial (G > 1) */
+	gi_hit	   *hits;
+	uint32_t   *found;
+	float	   *cd;
+	uint64_t   *ck;
+	uint32_t   *cn;
+	/* append outputs (large k) */
+	uint32_t   *gd;
+	uint64_t   *gk;
+	unsigned long long *cur;
+	const unsigned long long *end;
+};
+
 /* ---- cuda_ivf.cu: the kind's entries (kinds[GI_KIND_IVF]) ---- */
 extern const gi_kind_ops gi_cu_ivf_kind;
+
+/*
+ * The fine scan of a kind: the chunk of qc queries in iv->s_q over their
+ * P probed lists (probe_lists, or list p for probe p when NULL), each
+ * query's k best records into d_hits / d_found (device).
+ */
+typedef gi_status (*gi_cu_fine_fn) (gi_store *s, gi_cu_ivf *iv, uint32_t qc,
+									const uint32_t *probe_lists, uint32_t P,
+									uint32_t k, gi_hit *d_hits, uint32_t *d_found,
+									void *arg);
+
+/*
+ * A search of the IVF kinds once the kind has checked its state and the
+ * query bytes: the common checks (what names the kind in messages), then
+ * chunks of queries through the coarse quantizer and fine(arg).
+ */
+extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
+								  uint32_t nq, const float *queries, uint32_t probes,
+								  uint32_t k, gi_hit *hits, uint32_t *found,
+								  gi_cu_fine_fn fine, void *arg);
+
+/* free what the members of iv hold (not iv itself); the caller synchronised */
+extern void gi_cu_ivf_release(gi_cu_ivf *iv);
 
 /* ---- cuda_quantizer.cu ---- */
 
@@ -67,10 +131,11 @@ extern const gi_kind_ops gi_cu_ivf_kind;
 extern gi_status gi_cu_ivf_centroids(gi_store *s, gi_cu_ivf *iv, const float *centroids);
 
 /*
- * Prepare the chunk of qc queries already in iv->s_q and choose P lists
- * for each: *probe_lists gets a device array qc x P, or NULL when every
- * list is probed (P == nlists).  Also leaves |q|^2 (float) in iv->s_qn
- * for the fine scan.
+ * Prepare the chunk of qc queries (iv->dim floats each) already in
+ * iv->s_q and choose P lists for each: *probe_lists gets a device array
+ * qc x P, or NULL when every list is probed (P == nlists).  Also leaves
+ * |q|^2 in iv->s_qn (float) and iv->s_qnd (double, the host's sum) for
+ * the fine scan.
  */
 extern gi_status gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 							  const uint32_t **probe_lists);
@@ -78,14 +143,39 @@ extern gi_status gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t 
 /* ---- cuda_search.cu ---- */
 
 /*
- * The fine scan of the chunk of qc queries in iv->s_q (norms in iv->s_qn)
- * over their P probed lists (probe_lists, or list p for probe p when
- * NULL): each query's k best records into d_hits / d_found (device).
- * Search kernels raise their error flags in s->d_flags[1].
+ * The IVF kind's fine scan (a gi_cu_fine_fn; arg unused).  Search kernels
+ * raise their error flags in s->d_flags[1].
  */
 extern gi_status gi_cu_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc,
 							const uint32_t *probe_lists, uint32_t P, uint32_t k,
-							gi_hit *d_hits, uint32_t *d_found);
+							gi_hit *d_hits, uint32_t *d_found, void *arg);
+
+/* blocks per query: enough units to fill the GPU when queries are few */
+extern uint32_t gi_cu_groups(const gi_store *s, uint32_t qc, uint32_t P);
+
+/* scratch for `units` partial top-k lists of a->k entries (a->cd, ck, cn) */
+extern gi_status gi_cu_partials(gi_cu_ivf *iv, gi_scan_args *a, size_t units);
+
+/* each query's a.G partial lists (a.cd, ck, cn) into its final top-k */
+extern gi_status gi_cu_merge(gi_store *s, const gi_scan_args &a, uint32_t qc,
+							 gi_hit *d_hits, uint32_t *d_found);
+
+/*
+ * Large k: a kind's scan appends every live candidate of queries [0, nsub)
+ * of b (b.G blocks per query, b.cap 0) to b.gd / b.gk at b.cur, bounded
+ * by b.end (gi_append).
+ */
+typedef gi_status (*gi_cu_append_fn) (gi_store *s, const gi_scan_args &b,
+									  uint32_t nsub, void *arg);
+
+/*
+ * k above GI_CU_FAST_K: candidates counted from the list row counts,
+ * appended by append(arg) in sub-chunks under a budget, sorted by
+ * (distance, key) with CUB, the first k kept.
+ */
+extern gi_status gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc,
+							   gi_hit *d_hits, uint32_t *d_found,
+							   gi_cu_append_fn append, void *arg);
 
 /* free what gi_cu_ivf holds on the device and the host */
 extern void gi_cu_ivf_free(gi_store *s, void *kstate);

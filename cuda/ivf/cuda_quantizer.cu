@@ -218,7 +218,7 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 {
 	const gi_metric metric = iv->metric;
 	const uint32_t nl = s->params.nlists;
-	const uint32_t W = s->words;
+	const uint32_t W = iv->dim;
 	uint32_t	pp = P + GI_CU_MARGIN < nl ? P + GI_CU_MARGIN : nl;
 	bool		gemm = pp < nl;
 	gi_status	st;

@@ -43,13 +43,11 @@
 #include <cub/device/device_select.cuh>
 
 #include "cuda_ivf.h"
+#include "cuda_scan.cuh"
 #include "cuda_topk.cuh"
 #include "cuda_util.cuh"
 #include "cuda_walk.cuh"
 
-#define GI_CU_SQ			512		/* slab queue entries per block */
-#define GI_CU_SCAN_THREADS	256
-#define GI_CU_MAX_GROUPS	1024
 /* partial top-k lists of list-ordered units, at most (bytes) */
 #define GI_CU_ORDER_BUDGET	((size_t) 128 << 20)
 /* queries per multi-query tile, and the tile block's shared memory bound */
@@ -60,39 +58,6 @@
 /* candidates held at once on the large-k path */
 #define GI_CU_GENERAL_BUDGET ((uint64_t) 16 << 20)
 
-struct gi_scan_args
-{
-	const uint32_t *lists;		/* [2*nlists] head, rows */
-	const gi_dslab *slabs;
-	const float *queries;		/* [nq x W] */
-	const float *qnorm;			/* [nq] |q|^2 */
-	const uint32_t *probes;		/* [nq x P], NULL: list p is probe p */
-	uint32_t	P;
-	uint32_t	G;				/* groups (blocks) per query */
-	uint32_t	W;
-	uint32_t	k;
-	uint32_t	cap;
-	uint32_t	max_steps;		/* chain walk bound: the pool's size */
-	const uint32_t *order;		/* block -> unit, or NULL for the identity */
-	/* multi-query tiles (gi_k_scan_tile) */
-	const uint32_t *okeys;		/* list of each list-ordered unit */
-	const uint32_t *tiles;		/* first ordered unit of each tile */
-	const uint32_t *ntiles;		/* tiles (device) */
-	uint32_t	nunits;
-	int			metric;
-	uint32_t   *flags;
-	/* top-k outputs: final (G == 1) or partial (G > 1) */
-	gi_hit	   *hits;
-	uint32_t   *found;
-	float	   *cd;
-	uint64_t   *ck;
-	uint32_t   *cn;
-	/* append outputs (large k) */
-	uint32_t   *gd;
-	uint64_t   *gk;
-	unsigned long long *cur;
-	const unsigned long long *end;
-};
 
 /*
  * Distance of the query to slot `lane` of a slab; NaN ranks as +Inf.
@@ -206,33 +171,6 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 	if (qn == 0.0f || nrm0 == 0.0f)
 		return __int_as_float(0x7f800000);
 	return gi_rank_float(1.0f - acc0 / (sqrtf(qn) * sqrtf(nrm0)));
-}
-
-/* append a warp's valid candidates to query q's segment (large k) */
-__device__ __forceinline__ void
-gi_append(const gi_scan_args &a, uint32_t q, bool valid, float d, uint64_t key)
-{
-	const uint32_t lane = threadIdx.x & 31;
-	uint32_t	m = __ballot_sync(GI_CU_FULL_MASK, valid);
-	unsigned long long base = 0;
-
-	if (m == 0)
-		return;
-	if (lane == 0)
-		base = atomicAdd(&a.cur[q], (unsigned long long) __popc(m));
-	base = __shfl_sync(GI_CU_FULL_MASK, base, 0);
-	if (valid)
-	{
-		unsigned long long pos = base + __popc(m & gi_lanemask_lt());
-
-		if (pos < a.end[q])
-		{
-			a.gd[pos] = gi_f2ord(d);
-			a.gk[pos] = key;
-		}
-		else
-			atomicOr(a.flags, GI_CU_FLAG_OVERFLOW);
-	}
 }
 
 /* one warp scores one slab */
@@ -880,8 +818,8 @@ gi_cu_tile_slabs(void)
 	return slabs;
 }
 
-/* blocks per query: enough units to fill the GPU when queries are few */
-static uint32_t
+/* see cuda_ivf.h */
+uint32_t
 gi_cu_groups(const gi_store *s, uint32_t qc, uint32_t P)
 {
 	uint32_t	target = 4 * (uint32_t) s->dev->sms;
@@ -902,7 +840,7 @@ gi_cu_groups(const gi_store *s, uint32_t qc, uint32_t P)
  * which the merge kernel combines: units are (query, group) on the grouped
  * path, (query, probed list) on the tile path.
  */
-static gi_status
+gi_status
 gi_cu_partials(gi_cu_ivf *iv, gi_scan_args *a, size_t units)
 {
 	gi_status	st;
@@ -921,7 +859,7 @@ gi_cu_partials(gi_cu_ivf *iv, gi_scan_args *a, size_t units)
 }
 
 /* each query's a.G partial lists into its final top-k */
-static gi_status
+gi_status
 gi_cu_merge(gi_store *s, const gi_scan_args &a, uint32_t qc, gi_hit *d_hits,
 			uint32_t *d_found)
 {
@@ -1090,10 +1028,20 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 	return GI_OK;
 }
 
-/* large k on queries [0, qc) of the chunk */
+/* the IVF kind's appending scan (a gi_cu_append_fn) */
 static gi_status
+gi_cu_ivf_append(gi_store *s, const gi_scan_args &b, uint32_t nsub, void *arg)
+{
+	(void) arg;
+	gi_k_scan<true><<<nsub * b.G, GI_CU_SCAN_THREADS, GI_CU_SQ * sizeof(uint32_t), s->ss>>>(b);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
+/* large k on queries [0, qc) of the chunk (see cuda_ivf.h) */
+gi_status
 gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
-			  uint32_t *d_found)
+			  uint32_t *d_found, gi_cu_append_fn append, void *arg)
 {
 	unsigned long long *cnt;
 	unsigned long long *beg;
@@ -1172,8 +1120,9 @@ gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d
 				unsigned long long *d_beg = (unsigned long long *) iv->s_beg.p;
 				unsigned long long *d_cur = (unsigned long long *) iv->s_cur.p;
 
-				b.queries = a.queries + (size_t) qa * a.W;
+				b.queries = a.queries + (size_t) qa * a.D;
 				b.qnorm = a.qnorm + qa;
+				b.qnormd = a.qnormd ? a.qnormd + qa : NULL;
 				b.probes = a.probes ? a.probes + (size_t) qa * a.P : NULL;
 				b.G = gi_cu_groups(s, nsub, a.P);
 				b.cap = 0;
@@ -1182,9 +1131,9 @@ gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d
 				b.cur = d_cur;
 				b.end = d_beg + 1;
 				GI_CU_TRY(cudaMemsetAsync(a.flags, 0, sizeof(uint32_t), s->ss));
-				gi_k_scan<true><<<nsub * b.G, GI_CU_SCAN_THREADS, GI_CU_SQ * sizeof(uint32_t),
-					s->ss>>>(b);
-				GI_CU_TRY(cudaGetLastError());
+				st = append(s, b, nsub, arg);
+				if (st != GI_OK)
+					return st;
 				GI_CU_TRY(cudaMemcpyAsync(&flags, a.flags, sizeof(uint32_t),
 										  cudaMemcpyDeviceToHost, s->ss));
 				GI_CU_TRY(cudaStreamSynchronize(s->ss));
@@ -1248,23 +1197,27 @@ gi_cu_general(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d
 /* see cuda_ivf.h */
 gi_status
 gi_cu_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lists,
-		   uint32_t P, uint32_t k, gi_hit *d_hits, uint32_t *d_found)
+		   uint32_t P, uint32_t k, gi_hit *d_hits, uint32_t *d_found, void *arg)
 {
 	gi_scan_args a;
+
+	(void) arg;
 
 	memset(&a, 0, sizeof(a));
 	a.lists = s->d_lists;
 	a.slabs = s->d_slabs;
 	a.queries = (const float *) iv->s_q.p;
 	a.qnorm = (const float *) iv->s_qn.p;
+	a.qnormd = (const double *) iv->s_qnd.p;
 	a.probes = probe_lists;
 	a.P = P;
 	a.W = s->words;
+	a.D = s->words;
 	a.k = k;
 	a.max_steps = s->nslabs;
 	a.metric = (int) iv->metric;
 	a.flags = s->d_flags + 1;
 	if (k <= GI_CU_FAST_K)
 		return gi_cu_fast(s, iv, a, qc, d_hits, d_found);
-	return gi_cu_general(s, iv, a, qc, d_hits, d_found);
+	return gi_cu_general(s, iv, a, qc, d_hits, d_found, gi_cu_ivf_append, NULL);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The CUDA backend's own tests on a GPU host (no PostgreSQL needed):
 # the differential test against the host backend (harness.c and one
-# test_*.c per store kind: store, IVF, posting lists, k-means, sparse),
+# test_*.c per store kind: store, IVF, posting lists, k-means, sparse,
+# IVF-PQ),
 # then the same under compute-sanitizer memcheck and racecheck (shorter
 # runs: the sanitizers slow kernels down by 10-100x).
 #
@@ -59,6 +60,9 @@ if command -v compute-sanitizer >/dev/null; then
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "k-means"
 	# sparse: both scoring kernels (the document path's shared tile), the
 	# select's block scans, the block bitonic sort, on exact ties
+	# IVF-PQ: look-up tables in shared memory, the block's walk-ahead queue
+	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-ivfpq "$t_race" env GI_TEST_SCALE=0.05 \
+		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "ivfpq"
 	[ -n "${GI_RACECHECK_ONE:-}" ] || part racecheck-sparse "$t_race" env GI_TEST_SCALE=0.02 \
 		compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 "$test" "$so" "sparse: exact ties"
 else

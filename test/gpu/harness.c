@@ -563,9 +563,9 @@ load_module(const char *path)
 		return 77;
 	}
 	if (C->store_create == NULL || C->device_open == NULL || C->device_close == NULL ||
-		C->kinds[GI_KIND_IVF] == NULL)
+		C->kinds[GI_KIND_IVF] == NULL || C->kinds[GI_KIND_IVFPQ] == NULL)
 	{
-		fprintf(stderr, "the CUDA backend has no store, devices or IVF kind\n");
+		fprintf(stderr, "the CUDA backend has no store, devices, IVF or IVF-PQ kind\n");
 		return 1;
 	}
 	if (C->kmeans_train == NULL || C->kmeans_assign == NULL || C->kmeans_release == NULL)
@@ -622,7 +622,7 @@ main(int argc, char **argv)
 	const char *sc = getenv("GI_TEST_SCALE");
 	bool		no_oom = getenv("GI_TEST_NO_OOM") != NULL;
 	const test_suite *suites[] = {&store_suite, &ivf_suite, &postings_suite, &kmeans_suite,
-		&sparse_suite};
+		&sparse_suite, &ivfpq_suite};
 	size_t		i;
 
 	if (sc)

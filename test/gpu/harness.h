@@ -171,6 +171,7 @@ extern const test_suite ivf_suite;
 extern const test_suite postings_suite;
 extern const test_suite kmeans_suite;
 extern const test_suite sparse_suite;
+extern const test_suite ivfpq_suite;
 
 /*
  * The IVF kind of the harness (test_ivf.c), for the store tests that
@@ -190,5 +191,17 @@ extern float *ivf_random_queries(pair *p, rng *r, uint32_t nq);
 /* the same search on both stores, compared query by query */
 extern void ivf_compare_search(pair *p, gi_metric m, uint32_t nq, const float *queries,
 							   uint32_t probes, uint32_t k, const char *when);
+
+/*
+ * Comparison of one query's hits for the kinds of IVF lists (test_ivf.c):
+ * found equal, padding, distances within 1e-4 relative (dist_near), the
+ * same keys up to ties at the boundary, and every device hit a live record
+ * at the distance it reports by the kind's own reference (real).
+ */
+typedef bool (*hit_real_fn) (pair *p, gi_metric m, const float *q, uint64_t key, float d);
+extern void compare_hits(pair *p, gi_metric m, const float *q, uint32_t k, const gi_hit *ha,
+						 uint32_t fa, const gi_hit *hb, uint32_t fb, hit_real_fn real,
+						 const char *what);
+extern bool dist_near(float a, float b);
 
 #endif							/* GI_TEST_HARNESS_H */

@@ -164,7 +164,7 @@ ref_distance(gi_metric m, const float *q, const float *x, uint32_t dim)
 }
 
 /* within 1e-4 relative (absolute 1e-4 under magnitude 1) */
-static bool
+bool
 dist_near(float a, float b)
 {
 	if (isinf(a) || isinf(b))
@@ -217,10 +217,10 @@ hit_is_real(pair *p, gi_metric m, const float *q, uint64_t key, float d)
 	return ok;
 }
 
-/* one query's hits: host ha (reference) vs device hb */
-static void
-compare_query(pair *p, gi_metric m, const float *q, uint32_t k, const gi_hit *ha,
-			  uint32_t fa, const gi_hit *hb, uint32_t fb, const char *what)
+/* one query's hits: host ha (reference) vs device hb (see harness.h) */
+void
+compare_hits(pair *p, gi_metric m, const float *q, uint32_t k, const gi_hit *ha,
+			 uint32_t fa, const gi_hit *hb, uint32_t fb, hit_real_fn real, const char *what)
 {
 	uint64_t   *ka;
 	uint64_t   *kb;
@@ -251,7 +251,7 @@ compare_query(pair *p, gi_metric m, const float *q, uint32_t k, const gi_hit *ha
 	/* every device hit is a live record at the distance it reports */
 	for (r = 0; r < fb; r++)
 	{
-		if (!hit_is_real(p, m, q, hb[r].key, hb[r].distance))
+		if (!real(p, m, q, hb[r].key, hb[r].distance))
 		{
 			EXPECT(false, "%s: cuda hit %u (key %" PRIu64 ", distance %.9g) is no live record at that distance",
 				   what, r, hb[r].key, (double) hb[r].distance);
@@ -334,8 +334,8 @@ ivf_compare_search(pair *p, gi_metric m, uint32_t nq, const float *queries,
 		{
 			snprintf(what, sizeof(what), "%s: metric %d nq %u probes %u k %u query %u",
 					 when, (int) m, nq, probes, k, q);
-			compare_query(p, m, queries + (size_t) q * p->words, k, ha + (size_t) q * k, fa[q],
-						  hb + (size_t) q * k, fb[q], what);
+			compare_hits(p, m, queries + (size_t) q * p->words, k, ha + (size_t) q * k, fa[q],
+						 hb + (size_t) q * k, fb[q], hit_is_real, what);
 		}
 	}
 	free(ha);
@@ -1069,7 +1069,7 @@ static void
 ivf_summary(void)
 {
 	if (hits_compared > 0)
-		printf("ivf: hits compared: %" PRIu64 ", boundary ties accepted: %" PRIu64
+		printf("ivf, ivfpq: hits compared: %" PRIu64 ", boundary ties accepted: %" PRIu64
 		   ", max relative distance error (|d| >= 1e-2): %.3g\n",
 		   hits_compared, ties_accepted, max_rel_err);
 }

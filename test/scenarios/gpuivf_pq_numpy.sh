@@ -17,10 +17,6 @@ if [ -z "$py" ]; then
 	echo "FAILED - python3-psycopg and python3-numpy are needed (scripts/install-deps.sh)"
 	exit 1
 fi
-if [ "$GPUINDEX_TEST_DEVICE" != cpu ]; then
-	echo "skipped - the $GPUINDEX_TEST_DEVICE backend has no IVF-PQ search (docs/pq.md)"
-	exit 0
-fi
 dir=${1:-${GPUINDEX_TEST_TMP:-/tmp}/gpuindex-pq-test}
 port=$((${GPUINDEX_TEST_PORT_PQ:-54387} + ${GPUINDEX_TEST_PORT_OFFSET:-0}))
 rm -rf "$dir"

@@ -72,15 +72,13 @@ pq_sum() {
 	q "SELECT md5((SELECT string_agg(centroid::text, ';' ORDER BY subspace, entry) FROM gpuivf_pq_codebooks('$1'))
 	              || (SELECT string_agg(list || ':' || ctid || ':' || code::text, ';' ORDER BY ctid) FROM gpuivf_pq_codes('$1')))"
 }
-if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
-	# IVF-PQ (host backend only) on the service's centroids: the codebooks
-	# train on the rows as they are, not on the samples the k-means scaled
-	q "CREATE INDEX km_pq ON km USING gpuivf (v real_ip_ops) WITH (lists = 20, quantizer = 'pq', pq_m = 8, pq_bits = 6)" >/dev/null
-	check "pq: every row is indexed once" "6200 6200" \
-		"$(q "SELECT count(*) || ' ' || count(DISTINCT ctid) FROM gpuivf_pq_codes('km_pq')")"
-	p1=$(pq_sum km_pq)
-	check "pq: codebooks and codes read back" 1 "$(echo "$p1" | grep -cE '^[0-9a-f]{32}$')"
-fi
+# IVF-PQ on the service's centroids: the codebooks train on the rows as
+# they are, not on the samples the k-means scaled
+q "CREATE INDEX km_pq ON km USING gpuivf (v real_ip_ops) WITH (lists = 20, quantizer = 'pq', pq_m = 8, pq_bits = 6)" >/dev/null
+check "pq: every row is indexed once" "6200 6200" \
+	"$(q "SELECT count(*) || ' ' || count(DISTINCT ctid) FROM gpuivf_pq_codes('km_pq')")"
+p1=$(pq_sum km_pq)
+check "pq: codebooks and codes read back" 1 "$(echo "$p1" | grep -cE '^[0-9a-f]{32}$')"
 
 # tiny and degenerate tables
 q "CREATE TABLE km_tiny (id int, v real[]);

@@ -1,0 +1,377 @@
+/*
+ * cuda_ivfpq_scan.cu
+ *		IVF-PQ search after the coarse quantizer: per (query, probed list)
+ *		a look-up table of the query's distances to every codebook entry,
+ *		then a fine scan in which a record's distance is the sum of its m
+ *		table values, then the IVF kind's top-k (running top-k and merge for
+ *		k <= GI_CU_FAST_K, the sort path above).
+ *
+ * A block of 8 warps handles a unit (query, group of its probed lists)
+ * and takes the group's lists one at a time: one thread walks the list's
+ * chain ahead into a shared queue while the block fills the table (in
+ * shared memory when it fits, else in a global slice per block); then
+ * each warp scores a queued slab, lane i slot i, bitmap first (empty slabs
+ * skipped), one coalesced load per 4 code bytes, keys read only for valid
+ * slots.
+ *
+ * The arithmetic is host_ivfpq.c's, operation for operation in IEEE
+ * double (never contracted): table entries summed in dimension order and
+ * rounded once to float, a record's sum starting from the list's constant
+ * and adding its table values in sub-space order, the metric's finish,
+ * one rounding to float.  So the distances are the host's, bit for bit.
+ */
+#include <cstring>
+
+#include "cuda_ivfpq.h"
+#include "cuda_scan.cuh"
+#include "cuda_topk.cuh"
+#include "cuda_util.cuh"
+#include "cuda_walk.cuh"
+
+/* global-memory tables of one launch, at most (bytes) */
+#define GI_CU_PQ_LUT_BUDGET	((size_t) 256 << 20)
+/* dynamic shared memory without opting in */
+#define GI_CU_SMEM_DEFAULT	((size_t) 48 << 10)
+
+struct gi_pq_args
+{
+	const float *cent;			/* [nlists x dim] */
+	const float *books;			/* [m x ksub x dsub] */
+	float	   *glut;			/* a table per block of the launch; NULL: shared */
+	uint32_t	m;
+	uint32_t	ksub;
+	uint32_t	dsub;
+	uint32_t	unit0;			/* unit of the launch's block 0 */
+};
+
+/*
+ * Entry t = s * ksub + e of the table of query qv and list centroid c
+ * (host_ivfpq.c's gi_host_pq_lut): L2 sums (q - c - e)^2 over the
+ * sub-space, IP and cosine q.e.
+ */
+__device__ __forceinline__ float
+gi_pq_lut_entry(int metric, const gi_pq_args &g, const float *qv, const float *c,
+				uint32_t t)
+{
+	const uint32_t s = t / g.ksub;
+	const float *qs = qv + (size_t) s * g.dsub;
+	const float *cs = c + (size_t) s * g.dsub;
+	const float *ev = g.books + (size_t) t * g.dsub;
+	double		acc = 0.0;
+	uint32_t	j;
+
+	if (metric == GI_METRIC_L2)
+	{
+		for (j = 0; j < g.dsub; j++)
+		{
+			double		d = __dsub_rn(__dsub_rn((double) qs[j], (double) cs[j]),
+									  (double) ev[j]);
+
+			acc = __dadd_rn(acc, __dmul_rn(d, d));
+		}
+	}
+	else
+	{
+		for (j = 0; j < g.dsub; j++)
+			acc = __dadd_rn(acc, __dmul_rn((double) qs[j], (double) ev[j]));
+	}
+	return __double2float_rn(acc);
+}
+
+/*
+ * Distance of slot `lane` of a slab (host_ivfpq.c's gi_host_pq_scan and
+ * gi_host_pq_finish): word w of the slot holds code bytes 4w .. 4w+3; a
+ * code outside the codebook makes the sum NaN there, so +Inf here.
+ */
+__device__ __forceinline__ float
+gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W,
+					const float *lut, double base, double qn, uint32_t lane)
+{
+	const unsigned int *p = gi_slot_payload(data, lane);
+	double		acc = base;
+	bool		bad = false;
+	double		d;
+	uint32_t	w;
+
+	for (w = 0; w < W; w++)
+	{
+		uint32_t	word = __ldcg(p + GI_SLAB_WORD(w));
+		uint32_t	nb = g.m - w * 4 < 4 ? g.m - w * 4 : 4;
+		const float *row = lut + (size_t) w * 4 * g.ksub;
+		uint32_t	j;
+
+		for (j = 0; j < nb; j++)
+		{
+			uint32_t	code = (word >> (8 * j)) & 0xFFu;
+
+			if (code < g.ksub)
+				acc = __dadd_rn(acc, (double) row[(size_t) j * g.ksub + code]);
+			else
+				bad = true;
+		}
+	}
+	if (bad)
+		return __int_as_float(0x7f800000);
+	if (metric == GI_METRIC_L2)
+		d = acc;
+	else if (metric == GI_METRIC_IP)
+		d = -acc;
+	else if (qn == 0.0)
+		return __int_as_float(0x7f800000);
+	else
+		d = __dsub_rn(1.0, __ddiv_rn(acc, __dsqrt_rn(qn)));
+	return gi_rank_float(__double2float_rn(d));
+}
+
+/* one warp scores one slab of the current list */
+template <bool APPEND>
+__device__ __forceinline__ void
+gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint32_t q,
+				const float *lut, double base, double qn, gi_topk_state &ts, float *sd,
+				uint64_t *sk)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	uint32_t	bm = gi_slab_bitmap(a.slabs, slab);
+	const uint32_t *data;
+	float		d;
+	bool		valid;
+	uint64_t	key = 0;
+
+	if (bm == 0)
+		return;					/* warp-uniform */
+	data = gi_slab_data(a.slabs, slab);
+	d = gi_pq_slot_distance(a.metric, g, data, a.W, lut, base, qn, lane);
+	valid = gi_slot_live(bm, lane);
+	if (valid)
+		key = gi_slot_key(data, a.W, lane);
+	if (APPEND)
+		gi_append(a, q, valid, d, key);
+	else
+		gi_topk_offer(ts, sd, sk, valid, d, key);
+}
+
+/*
+ * One block per unit u = g.unit0 + blockIdx.x: query u / G, its group of
+ * probed lists u % G.  Shared memory: the top-k buffer (cap entries; none
+ * when appending), the slab queue, then the table unless g.glut.
+ */
+template <bool APPEND>
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
+gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
+{
+	extern __shared__ __align__(16) unsigned char gi_smem[];
+	uint64_t   *sk = (uint64_t *) gi_smem;
+	float	   *sd = (float *) (sk + a.cap);
+	uint32_t   *queue = (uint32_t *) (sd + a.cap);
+	float	   *lut = g.glut ? g.glut + (size_t) blockIdx.x * g.m * g.ksub
+		: (float *) (queue + GI_CU_SQ);
+	__shared__ gi_topk_state ts;
+	__shared__ uint32_t qlen;
+	__shared__ uint32_t next;
+	__shared__ double sbase;
+	const uint32_t tid = threadIdx.x;
+	const uint32_t warp = tid >> 5;
+	const uint32_t nwarps = blockDim.x >> 5;
+	const uint32_t u = g.unit0 + blockIdx.x;
+	const uint32_t q = u / a.G;
+	const uint32_t grp = u % a.G;
+	const uint32_t p0 = (uint32_t) ((uint64_t) grp * a.P / a.G);
+	const uint32_t p1 = (uint32_t) ((uint64_t) (grp + 1) * a.P / a.G);
+	const float *qv = a.queries + (size_t) q * a.D;
+	const double qn = a.qnormd[q];
+	const uint32_t nlut = g.m * g.ksub;
+	uint32_t	steps = 0;
+	uint32_t	pi;
+
+	gi_topk_init(ts);
+	for (pi = p0; pi < p1; pi++)
+	{
+		const uint32_t l = a.probes ? a.probes[(size_t) q * a.P + pi] : pi;
+		const float *c = g.cent + (size_t) l * a.D;
+		double		base;
+		uint32_t	t;
+
+		/* the previous list's slabs are scored: queue and table are free */
+		__syncthreads();
+		if (tid == 0)
+		{
+			uint32_t	cur = gi_list_head(a.lists, l);
+
+			steps = 0;
+			qlen = gi_walk_ahead(a.slabs, &cur, GI_CU_SQ, &steps, a.max_steps, a.flags,
+								 queue);
+			next = cur;
+		}
+		/* the list's constant: q.c in dimension order (L2: none) */
+		if (tid == 32 % blockDim.x)
+		{
+			double		qc = 0.0;
+
+			if (a.metric != GI_METRIC_L2)
+				for (t = 0; t < a.D; t++)
+					qc = __dadd_rn(qc, __dmul_rn((double) qv[t], (double) c[t]));
+			sbase = qc;
+		}
+		for (t = tid; t < nlut; t += blockDim.x)
+			lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);
+		__syncthreads();
+		base = sbase;
+
+		for (;;)
+		{
+			const uint32_t nq = qlen;
+			const bool	more = next != GI_NIL;
+			uint32_t	b;
+
+			for (b = 0; b < nq; b += nwarps)
+			{
+				uint32_t	i = b + warp;
+
+				if (i < nq)
+					gi_pq_scan_slab<APPEND>(a, g, queue[i], q, lut, base, qn, ts, sd, sk);
+				if (!APPEND && gi_topk_need_flush(ts, a.cap))
+					gi_topk_flush(ts, sd, sk, a.cap, a.k);
+			}
+			/* every warp is done with the queue */
+			__syncthreads();
+			if (!more)
+				break;
+			if (tid == 0)
+			{
+				uint32_t	cur = next;
+
+				qlen = gi_walk_ahead(a.slabs, &cur, GI_CU_SQ, &steps, a.max_steps,
+									 a.flags, queue);
+				next = cur;
+			}
+			__syncthreads();
+		}
+	}
+
+	if (!APPEND)
+	{
+		uint32_t	n;
+		uint32_t	r;
+
+		gi_topk_flush(ts, sd, sk, a.cap, a.k);
+		n = ts.count;
+		if (a.G == 1)
+			gi_write_hits(a.hits + (size_t) q * a.k, a.found + q, n, a.k, sd, sk);
+		else
+		{
+			for (r = tid; r < n; r += blockDim.x)
+			{
+				a.cd[(size_t) u * a.k + r] = sd[r];
+				a.ck[(size_t) u * a.k + r] = sk[r];
+			}
+			if (tid == 0)
+				a.cn[u] = n;
+		}
+	}
+}
+
+/*
+ * Launch the scan over `units` units: the table in shared memory when it
+ * fits the device's opt-in limit next to the top-k buffer and the queue,
+ * else in global slices of at most GI_CU_PQ_LUT_BUDGET, as many blocks a
+ * launch as slices.
+ */
+template <bool APPEND>
+static gi_status
+gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units)
+{
+	gi_pq_args	g;
+	size_t		lut = (size_t) pq->m * pq->ksub * sizeof(float);
+	size_t		smem = (size_t) a.cap * (sizeof(uint64_t) + sizeof(float))
+		+ GI_CU_SQ * sizeof(uint32_t);
+	uint32_t	per_launch = units;
+	uint32_t	u0;
+
+	memset(&g, 0, sizeof(g));
+	g.cent = pq->ivf.d_cent;
+	g.books = pq->d_books;
+	g.m = pq->m;
+	g.ksub = pq->ksub;
+	g.dsub = pq->dsub;
+	/* the kernel's static shared memory counts against the limit too */
+	if (smem + lut + 1024 <= pq->smem_optin)
+		smem += lut;
+	else
+	{
+		size_t		fit = GI_CU_PQ_LUT_BUDGET / lut;
+		gi_status	st;
+
+		if (fit < 1)
+			fit = 1;
+		if (fit < per_launch)
+			per_launch = (uint32_t) fit;
+		st = gi_cu_buf_reserve(&pq->s_lut, (size_t) per_launch * lut);
+		if (st != GI_OK)
+			return st;
+		g.glut = (float *) pq->s_lut.p;
+	}
+	if (smem > GI_CU_SMEM_DEFAULT)
+		GI_CU_TRY(cudaFuncSetAttribute(gi_k_pq_scan<APPEND>,
+									   cudaFuncAttributeMaxDynamicSharedMemorySize,
+									   (int) smem));
+	for (u0 = 0; u0 < units; u0 += per_launch)
+	{
+		uint32_t	n = units - u0 < per_launch ? units - u0 : per_launch;
+
+		g.unit0 = u0;
+		gi_k_pq_scan<APPEND><<<n, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, g);
+		GI_CU_TRY(cudaGetLastError());
+	}
+	return GI_OK;
+}
+
+/* the large-k path's appending scan (a gi_cu_append_fn) */
+static gi_status
+gi_pq_append(gi_store *s, const gi_scan_args &b, uint32_t nsub, void *arg)
+{
+	return gi_pq_launch<true>(s, (gi_cu_ivfpq *) arg, b, nsub * b.G);
+}
+
+/* see cuda_ivfpq.h */
+gi_status
+gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lists,
+			  uint32_t P, uint32_t k, gi_hit *d_hits, uint32_t *d_found, void *arg)
+{
+	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) arg;
+	gi_scan_args a;
+	gi_status	st;
+
+	memset(&a, 0, sizeof(a));
+	a.lists = s->d_lists;
+	a.slabs = s->d_slabs;
+	a.queries = (const float *) iv->s_q.p;
+	a.qnorm = (const float *) iv->s_qn.p;
+	a.qnormd = (const double *) iv->s_qnd.p;
+	a.probes = probe_lists;
+	a.P = P;
+	a.W = s->words;
+	a.D = iv->dim;
+	a.k = k;
+	a.max_steps = s->nslabs;
+	a.metric = (int) iv->metric;
+	a.flags = s->d_flags + 1;
+	if (k > GI_CU_FAST_K)
+		return gi_cu_general(s, iv, a, qc, d_hits, d_found, gi_pq_append, pq);
+
+	a.cap = gi_topk_cap(k);
+	a.G = gi_cu_groups(s, qc, P);
+	a.hits = d_hits;
+	a.found = d_found;
+	if (a.G > 1)
+	{
+		st = gi_cu_partials(iv, &a, (size_t) qc * a.G);
+		if (st != GI_OK)
+			return st;
+	}
+	st = gi_pq_launch<false>(s, pq, a, qc * a.G);
+	if (st != GI_OK)
+		return st;
+	if (a.G > 1)
+		return gi_cu_merge(s, a, qc, d_hits, d_found);
+	return GI_OK;
+}
