@@ -28,6 +28,10 @@ gi_cu_ivf_release(gi_cu_ivf *iv)
 		&iv->s_oval, &iv->s_order, &iv->s_seg, &iv->s_tflag, &iv->s_tile
 	};
 
+	if (iv->have_ev)
+		for (int i = 0; i < 5; i++)
+			cudaEventDestroy(iv->ev[i]);
+	iv->have_ev = false;
 	if (iv->d_cent)
 		cudaFree(iv->d_cent);
 	if (iv->d_centd)
@@ -128,6 +132,83 @@ gi_cu_ivf_set_state(gi_store *s, const void *state, size_t bytes)
 }
 
 /* see cuda_ivf.h */
+void
+gi_cu_ivf_time_stages(gi_cu_ivf *iv, bool on)
+{
+	iv->timing = on;
+}
+
+uint32_t
+gi_cu_ivf_last_stages(const gi_cu_ivf *iv, gi_stage_time *out, uint32_t max)
+{
+	uint32_t	n = iv->nstages < max ? iv->nstages : max;
+
+	memcpy(out, iv->stages, n * sizeof(gi_stage_time));
+	return n;
+}
+
+/* stage times of one search, summed over its chunks (milliseconds) */
+struct gi_ivf_times
+{
+	bool		on;
+	uint64_t	t0;				/* the search began (host clock, ns) */
+	double		pin_in;			/* queries into pinned memory (host) */
+	double		h2d;
+	double		coarse;
+	double		fine;
+	double		d2h;
+	double		pin_out;		/* answers out of pinned memory (host) */
+};
+
+static uint64_t
+gi_ivf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void
+gi_ivf_stage(gi_cu_ivf *iv, const char *name, double ms)
+{
+	gi_stage_time *st;
+
+	if (iv->nstages >= GI_MAX_STAGES)
+		return;
+	st = &iv->stages[iv->nstages++];
+	memset(st->name, 0, sizeof(st->name));
+	strncpy(st->name, name, sizeof(st->name) - 1);
+	st->us = (float) (ms * 1000.0);
+}
+
+/* the stages of a timed search into iv->stages; "other": setup, launches, syncs */
+static void
+gi_ivf_times_done(gi_cu_ivf *iv, const gi_ivf_times *t)
+{
+	double		wall = (double) (gi_ivf_now_ns() - t->t0) / 1e6;
+	double		sum = t->pin_in + t->h2d + t->coarse + t->fine + t->d2h + t->pin_out;
+
+	iv->nstages = 0;
+	gi_ivf_stage(iv, "pin in", t->pin_in);
+	gi_ivf_stage(iv, "h2d", t->h2d);
+	gi_ivf_stage(iv, "coarse", t->coarse);
+	gi_ivf_stage(iv, "fine+topk", t->fine);
+	gi_ivf_stage(iv, "d2h", t->d2h);
+	gi_ivf_stage(iv, "pin out", t->pin_out);
+	gi_ivf_stage(iv, "other", wall > sum ? wall - sum : 0.0);
+}
+
+static float
+gi_ivf_elapsed(const gi_cu_ivf *iv, int a, int b)
+{
+	float		ms = 0;
+
+	if (cudaEventElapsedTime(&ms, iv->ev[a], iv->ev[b]) != cudaSuccess)
+		ms = 0;
+	return ms;
+}
+
 gi_status
 gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 				 const float *queries, uint32_t probes, uint32_t k, gi_hit *hits,
@@ -143,7 +224,11 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	size_t		res_found;
 	size_t		res_flag;
 	gi_status	st;
+	gi_ivf_times tm;
 
+	memset(&tm, 0, sizeof(tm));
+	tm.t0 = gi_ivf_now_ns();
+	iv->nstages = 0;
 	if (probes == 0)
 	{
 		gi_cu_set_error("%s: probes must be at least 1", what);
@@ -195,6 +280,20 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	if (st != GI_OK)
 		return st;
 
+	if (iv->timing && !iv->have_ev)
+	{
+		int			made = 0;
+
+		while (made < 5 && cudaEventCreate(&iv->ev[made]) == cudaSuccess)
+			made++;
+		if (made == 5)
+			iv->have_ev = true;
+		else
+			while (made > 0)
+				cudaEventDestroy(iv->ev[--made]);
+	}
+	tm.on = iv->timing && iv->have_ev;
+
 	/* search kernels raise their flags in d_flags[1] */
 	GI_CU_TRY(cudaMemsetAsync(s->d_flags + 1, 0, sizeof(uint32_t), s->ss));
 
@@ -204,22 +303,45 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		const uint32_t *probe_lists;
 		char	   *res = (char *) iv->p_res.p;
 
+		uint64_t	th = tm.on ? gi_ivf_now_ns() : 0;
+
 		memcpy(iv->p_q.p, queries + (size_t) qa * dim, (size_t) qc * dim * sizeof(float));
+		if (tm.on)
+		{
+			tm.pin_in += (double) (gi_ivf_now_ns() - th) / 1e6;
+			GI_CU_TRY(cudaEventRecord(iv->ev[0], s->ss));
+		}
 		GI_CU_TRY(cudaMemcpyAsync(iv->s_q.p, iv->p_q.p, (size_t) qc * dim * sizeof(float),
 								  cudaMemcpyHostToDevice, s->ss));
+		if (tm.on)
+			GI_CU_TRY(cudaEventRecord(iv->ev[1], s->ss));
 		st = gi_cu_coarse(s, iv, qc, probes, &probe_lists);
+		if (st == GI_OK && tm.on)
+			GI_CU_TRY(cudaEventRecord(iv->ev[2], s->ss));
 		if (st == GI_OK)
 			st = fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p,
 					  (uint32_t *) iv->s_found.p, arg);
 		if (st != GI_OK)
 			return st;
+		if (tm.on)
+			GI_CU_TRY(cudaEventRecord(iv->ev[3], s->ss));
 		GI_CU_TRY(cudaMemcpyAsync(res, iv->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
 								  cudaMemcpyDeviceToHost, s->ss));
 		GI_CU_TRY(cudaMemcpyAsync(res + res_found, iv->s_found.p, (size_t) qc * sizeof(uint32_t),
 								  cudaMemcpyDeviceToHost, s->ss));
 		GI_CU_TRY(cudaMemcpyAsync(res + res_flag, s->d_flags + 1, sizeof(uint32_t),
 								  cudaMemcpyDeviceToHost, s->ss));
+		if (tm.on)
+			GI_CU_TRY(cudaEventRecord(iv->ev[4], s->ss));
 		GI_CU_TRY(cudaStreamSynchronize(s->ss));
+		if (tm.on)
+		{
+			tm.h2d += gi_ivf_elapsed(iv, 0, 1);
+			tm.coarse += gi_ivf_elapsed(iv, 1, 2);
+			tm.fine += gi_ivf_elapsed(iv, 2, 3);
+			tm.d2h += gi_ivf_elapsed(iv, 3, 4);
+			th = gi_ivf_now_ns();
+		}
 		memcpy(&flags, res + res_flag, sizeof(uint32_t));
 		if (flags & GI_CU_FLAG_CHAIN)
 		{
@@ -228,7 +350,11 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		}
 		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));
 		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
+		if (tm.on)
+			tm.pin_out += (double) (gi_ivf_now_ns() - th) / 1e6;
 	}
+	if (tm.on)
+		gi_ivf_times_done(iv, &tm);
 	return GI_OK;
 }
 
@@ -260,7 +386,26 @@ gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queri
 							hits, found, gi_cu_fine, NULL);
 }
 
+static void
+gi_cu_ivf_kind_time_stages(gi_store *s, bool on)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+
+	if (iv != NULL)
+		gi_cu_ivf_time_stages(iv, on);
+}
+
+static uint32_t
+gi_cu_ivf_kind_last_stages(gi_store *s, gi_stage_time *out, uint32_t max)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+
+	return iv != NULL ? gi_cu_ivf_last_stages(iv, out, max) : 0;
+}
+
 const gi_kind_ops gi_cu_ivf_kind = {
-	gi_cu_ivf_set_state,
-	gi_cu_ivf_search,
+	.set_state = gi_cu_ivf_set_state,
+	.search = gi_cu_ivf_search,
+	.time_stages = gi_cu_ivf_kind_time_stages,
+	.last_stages = gi_cu_ivf_kind_last_stages,
 };

@@ -57,6 +57,13 @@ struct gi_cu_ivf
 	gi_cu_hbuf	h_beg;
 	gi_cu_pinned p_q;			/* queries on their way up */
 	gi_cu_pinned p_res;			/* hits, found, flags on their way down */
+
+	/* stage times of the next searches (gpuindex.trace_stages) */
+	bool		timing;
+	cudaEvent_t ev[5];			/* made on first use */
+	bool		have_ev;
+	uint32_t	nstages;		/* of the last search timed */
+	gi_stage_time stages[GI_MAX_STAGES];
 };
 
 /*
@@ -124,6 +131,10 @@ extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
 
 /* free what the members of iv hold (not iv itself); the caller synchronised */
 extern void gi_cu_ivf_release(gi_cu_ivf *iv);
+
+/* the IVF kinds' time_stages and last_stages (their state embeds iv) */
+extern void gi_cu_ivf_time_stages(gi_cu_ivf *iv, bool on);
+extern uint32_t gi_cu_ivf_last_stages(const gi_cu_ivf *iv, gi_stage_time *out, uint32_t max);
 
 /* ---- cuda_quantizer.cu ---- */
 

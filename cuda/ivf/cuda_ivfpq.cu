@@ -140,7 +140,26 @@ gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *que
 							p->probes, k, hits, found, gi_cu_pq_fine, pq);
 }
 
+static void
+gi_cu_ivfpq_time_stages(gi_store *s, bool on)
+{
+	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) gi_cu_kstate(s, GI_KIND_IVFPQ);
+
+	if (pq != NULL)
+		gi_cu_ivf_time_stages(&pq->ivf, on);
+}
+
+static uint32_t
+gi_cu_ivfpq_last_stages(gi_store *s, gi_stage_time *out, uint32_t max)
+{
+	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) gi_cu_kstate(s, GI_KIND_IVFPQ);
+
+	return pq != NULL ? gi_cu_ivf_last_stages(&pq->ivf, out, max) : 0;
+}
+
 const gi_kind_ops gi_cu_ivfpq_kind = {
-	gi_cu_ivfpq_set_state,
-	gi_cu_ivfpq_search,
+	.set_state = gi_cu_ivfpq_set_state,
+	.search = gi_cu_ivfpq_search,
+	.time_stages = gi_cu_ivfpq_time_stages,
+	.last_stages = gi_cu_ivfpq_last_stages,
 };

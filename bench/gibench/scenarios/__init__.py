@@ -1,5 +1,5 @@
 """Named scenarios: each run(ctx) measures, then returns a Report."""
-from . import batchcost, build, mutate, orient, search, stream
+from . import batchcost, build, mutate, orient, search, stages, stream
 
 SCENARIOS = {"build": build, "search": search, "stream": stream, "mutate": mutate,
-             "orient": orient, "batchcost": batchcost}
+             "orient": orient, "batchcost": batchcost, "stages": stages}
