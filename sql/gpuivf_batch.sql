@@ -203,6 +203,24 @@ RESET ROLE;
 REVOKE SELECT ON ivf_docs FROM regress_gpuivf_reader;
 DROP ROLE regress_gpuivf_reader;
 
+-- the stages of the last search statement: all known, in order, adding up
+SELECT count(*) FROM gpuivf_search('ivf_docs_v', :'qs'::real[], 10);
+SELECT count(*) FILTER (WHERE us < 0) AS unknown,
+       bool_and(us >= 0) AS all_measured,
+       max(us) FILTER (WHERE stage = 'requests') >= 1 AS requested,
+       max(us) FILTER (WHERE stage = 'total') >=
+         sum(us) FILTER (WHERE stage IN ('input', 'submit', 'queue', 'round', 'search',
+                                         'answer', 'wake', 'copy out', 'visibility',
+                                         'result rows')) AS total_covers_stages,
+       max(us) FILTER (WHERE stage = 'search') > 0 AS searched
+FROM gpuindex_search_stages();
+SET enable_seqscan = off;
+SELECT count(*) FROM (SELECT id FROM ivf_docs ORDER BY v <-> '{1,2,3,4,5,6,7,8}' LIMIT 3) s;
+RESET enable_seqscan;
+SELECT string_agg(stage, ',') FILTER (WHERE stage NOT LIKE 'search: %') AS stages,
+       bool_and(us >= 0) AS all_measured
+FROM gpuindex_search_stages();
+
 DROP TABLE ivf_docs, ivf_q;
 DROP FUNCTION f4le(real[]);
 SELECT count(*) FROM gpuindex_stats WHERE index_name LIKE 'ivf\_%';

@@ -33,6 +33,9 @@
 /* extra candidates of the approximate step, refined exactly */
 #define GI_CU_MARGIN 32
 
+/* batches of at most this many queries skip the DGEMM (see gi_cu_coarse) */
+#define GI_CU_COARSE_DIRECT 8
+
 /* ---- centroids ----------------------------------------------------------- */
 
 /* per centroid: double copy for the DGEMM and |c|^2 summed like the host */
@@ -220,8 +223,16 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 	const uint32_t nl = s->params.nlists;
 	const uint32_t W = iv->dim;
 	uint32_t	pp = P + GI_CU_MARGIN < nl ? P + GI_CU_MARGIN : nl;
-	bool		gemm = pp < nl;
+
+	/*
+	 * Few queries: the refine kernel takes every list in exact arithmetic
+	 * (a block a query), which costs less than the DGEMM's launches.
+	 */
+	bool		gemm = pp < nl && qc > GI_CU_COARSE_DIRECT;
 	gi_status	st;
+
+	if (!gemm)
+		pp = nl;
 
 	*probe_lists = NULL;
 	st = gi_cu_buf_reserve(&iv->s_qn, (size_t) qc * sizeof(float));

@@ -134,7 +134,7 @@ ewma(double old, double now)
  * Note in the answers of group[0..n) when the search calls that answer
  * them ran (a sliced request: from its first slice's call, unless first is
  * false, to its last's), and with GI_REQ_TRACE the compute backend's own
- * stages of the last call.
+ * stages, summed over a sliced request's calls.
  */
 static void
 note_times(GiStoreEntry *e, GiWork **group, int n, uint64 t0, uint64 t1, bool traced,
@@ -153,6 +153,12 @@ note_times(GiStoreEntry *e, GiWork **group, int n, uint64 t0, uint64 t1, bool tr
 		if (first)
 			r->t_search = t0;
 		r->t_searched = t1;
+		if (!first && r->nstages == nstages)
+		{
+			for (uint32 j = 0; j < nstages; j++)
+				r->stages[j].us += stages[j].us;
+			continue;
+		}
 		r->nstages = Min(nstages, GI_MAX_STAGES);
 		memcpy(r->stages, stages, r->nstages * sizeof(gi_stage_time));
 	}
