@@ -44,6 +44,10 @@ class SqlEngine:
     opclass: str        # prefix: real_l2_ops / vector_l2_ops
     knob: str           # GUC swept at search time
     extension: str
+    extra: dict = None  # further index options (gpuivf_pq: the quantizer)
+
+    def __post_init__(self):
+        self.extra = dict(self.extra or {})
 
     @property
     def suffix(self):
@@ -61,7 +65,7 @@ class SqlEngine:
     def params(self, n, opts):
         if self.am == "hnsw":
             return {"m": opts.m, "ef_construction": opts.ef_construction}
-        return {"lists": opts.lists or default_lists(n)}
+        return {"lists": opts.lists or default_lists(n), **self.extra}
 
     def create_index(self, index, table, metric, params):
         with_ = ", ".join(f"{k} = {v}" for k, v in params.items())
@@ -100,6 +104,9 @@ class SqlEngine:
 
 SQL_ENGINES = {
     "gpuivf": SqlEngine("gpuivf", "gpuivf", "real[]", "real", "gpuivf.probes", "gpuindex"),
+    # IVF-PQ lists (docs/pq.md): one code byte per 2-d sub-space, 256 entries each
+    "gpuivf_pq": SqlEngine("gpuivf_pq", "gpuivf", "real[]", "real", "gpuivf.probes", "gpuindex",
+                           {"quantizer": "'pq'"}),
     "ivfflat": SqlEngine("ivfflat", "ivfflat", "vector", "vector", "ivfflat.probes", "vector"),
     "hnsw": SqlEngine("hnsw", "hnsw", "vector", "vector", "hnsw.ef_search", "vector"),
 }
