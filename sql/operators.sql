@@ -223,4 +223,8 @@ FROM (SELECT id FROM pts ORDER BY '{0.75,0.25}' <-> v LIMIT 6) s;
 -- a bad query vector fails the scan instead of being ignored
 SELECT id FROM pts ORDER BY v <-> '{0.75,0.25,1}' LIMIT 1;
 
+-- a pgvector-style literal gets a hint (other malformed arrays do not)
+SELECT id FROM pts ORDER BY v <-> '[0.75,0.25]' LIMIT 1;
+SELECT id FROM pts ORDER BY v <-> '{0.75,0.25' LIMIT 1;
+
 DROP TABLE pts, ref, rv;

@@ -18,6 +18,7 @@
 #include "postmaster/bgworker.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "genie.h"
@@ -54,6 +55,24 @@ static const struct config_enum_entry device_options[] = {
 static const char *const gi_am_names[] = {"gpuivf", "gpusparse", "genie"};
 
 static object_access_hook_type prev_object_access_hook = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/*
+ * A pgvector habit: a '[1,2,3]' literal where a real[] is wanted fails in
+ * PostgreSQL's array input, which knows nothing of vectors; add a hint.
+ */
+static void
+gi_emit_log(ErrorData *edata)
+{
+	if (edata->elevel >= ERROR && edata->hint == NULL &&
+		edata->sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION &&
+		edata->message != NULL &&
+		strncmp(edata->message, "malformed array literal: \"[", 27) == 0)
+		edata->hint = MemoryContextStrdup(ErrorContext,
+										  "real[] literals use braces, as in '{1,2,3}'; for pgvector's '[1,2,3]' keep a vector column and index it through the gpuindex_pgvector extension.");
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
 
 static bool
 is_gpuindex_index(Oid relid)
@@ -239,6 +258,8 @@ _PG_init(void)
 
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = gi_object_access;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = gi_emit_log;
 
 	if (process_shared_preload_libraries_in_progress)
 	{
