@@ -66,6 +66,9 @@ gi_load(Relation index, GiLoadSpec *spec)
 			load.token = call.rargs.token;
 			break;
 		case GI_REPLY_OVER_BUDGET:
+			if (call.rargs.count == 1)
+				elog(DEBUG1, "gpuindex: the store of index \"%s\" did not fit lately: not loaded again",
+					 RelationGetRelationName(index));
 			gi_load_note_over_budget(&call.rargs);
 			return false;
 		default:

@@ -165,6 +165,7 @@ handle_drop(GiWork *w)
 	}
 	else if ((e = gi_store_lookup(&w->slot->key)) != NULL)
 		gi_store_remove(e);
+	gi_load_forget_oversize(&w->slot->key);
 	gi_reply(w, GI_REPLY_OK);
 }
 

@@ -41,7 +41,86 @@
 /* a load whose loader has been silent this long may be taken over */
 #define GI_LOAD_STALE_MS	5000
 
+/* an index's load that did not fit is tried again after this long at most */
+#define GI_OVERSIZE_RETRY_MS	60000
+
 static uint64 gi_next_load_token = 1;
+
+/*
+ * Indexes whose last load did not fit: the budget it passed, so that a
+ * LOAD_BEGIN under no larger budget (within GI_OVERSIZE_RETRY_MS) is
+ * answered OVER_BUDGET at once instead of loading up to the budget again
+ * before every search in parts.  Only whole-index stores (part 0).
+ */
+typedef struct GiOversize
+{
+	GiStoreKey	key;			/* hash key: must be first */
+	Oid			relfilenode;
+	uint64		budget;			/* 0: no limit (the device was full) */
+	TimestampTz when;
+	int			sqlstate;
+	char		errmsg[GI_ERRMSG_LEN];
+} GiOversize;
+
+static HTAB *gi_oversize = NULL;
+
+void
+gi_load_note_oversize(const GiStoreEntry *e, const GiWork *w)
+{
+	GiOversize *o;
+
+	if (e->key.part != 0)
+		return;
+	if (gi_oversize == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(GiStoreKey);
+		ctl.entrysize = sizeof(GiOversize);
+		ctl.hcxt = TopMemoryContext;
+		gi_oversize = hash_create("gpuindex stores that did not fit", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	o = hash_search(gi_oversize, &e->key, HASH_ENTER, NULL);
+	o->relfilenode = e->relfilenode;
+	o->budget = gi_store_budget((GiStoreEntry *) e);
+	o->when = GetCurrentTimestamp();
+	o->sqlstate = w->slot->rargs.sqlstate;
+	strlcpy(o->errmsg, w->slot->rargs.errmsg, sizeof(o->errmsg));
+}
+
+void
+gi_load_forget_oversize(const GiStoreKey *key)
+{
+	if (gi_oversize != NULL)
+		(void) hash_search(gi_oversize, key, HASH_REMOVE, NULL);
+}
+
+/* answer OVER_BUDGET now when the index did not fit this budget lately */
+static bool
+known_oversize(GiWork *w, GiStoreEntry *e, uint64 budget)
+{
+	GiOversize *o;
+
+	if (gi_oversize == NULL || e->key.part != 0)
+		return false;
+	o = hash_search(gi_oversize, &e->key, HASH_FIND, NULL);
+	if (o == NULL)
+		return false;
+	if (o->relfilenode != w->slot->args.relfilenode ||
+		TimestampDifferenceExceeds(o->when, GetCurrentTimestamp(), GI_OVERSIZE_RETRY_MS) ||
+		(budget == 0 ? o->budget != 0 : budget > o->budget && o->budget != 0))
+	{
+		gi_load_forget_oversize(&e->key);
+		return false;
+	}
+	w->slot->rargs.sqlstate = o->sqlstate;
+	strlcpy(w->slot->rargs.errmsg, o->errmsg, sizeof(w->slot->rargs.errmsg));
+	w->slot->rargs.count = 1;	/* known, not tried */
+	gi_reply(w, GI_REPLY_OVER_BUDGET);
+	return true;
+}
 
 static bool
 loader_alive(GiStoreEntry *e)
@@ -147,13 +226,21 @@ gi_load_begin(GiWork *w)
 	params.record_bytes = ks.record_bytes;
 	params.key_mode = ks.key_mode;
 	params.memory_limit = gi_store_budget(e);
+	if (known_oversize(w, e, params.memory_limit))
+	{
+		gi_store_remove(e);
+		return;
+	}
 	params.device = gi_devices[e->device].dev;
 	st = gi_ops->store_create(&params, &e->store);
 	if (st == GI_OK && kops->set_state)
 		st = kops->set_state(e->store, w->buf, slot->in_size);
 	if (st != GI_OK)
 	{
-		if (!gi_reply_over_budget(w, st))
+		e->relfilenode = a->relfilenode;
+		if (gi_reply_over_budget(w, st))
+			gi_load_note_oversize(e, w);
+		else
 			gi_reply_status(w, st);
 		gi_store_remove(e);
 		return;
@@ -197,6 +284,7 @@ gi_load_end(GiWork *w)
 	e->ready = true;
 	e->loader_pid = 0;
 	e->loads++;
+	gi_load_forget_oversize(&e->key);
 	if (e->touched)
 	{
 		hash_destroy(e->touched);

@@ -87,9 +87,10 @@ typedef enum GiReply
 								 * restarted): the requester does it itself */
 	GI_REPLY_STALE,				/* hot standby: the store covers WAL replay
 								 * up to rargs.lsn only, before args.lsn */
-	GI_REPLY_OVER_BUDGET		/* LOAD_CHUNK: the store does not fit the
-								 * memory budget (or the device): rargs.errmsg
-								 * says why; the loader drops it */
+	GI_REPLY_OVER_BUDGET		/* LOAD_BEGIN, LOAD_CHUNK: the store does not
+								 * fit the memory budget (or the device):
+								 * rargs.errmsg says why, rargs.count 1 when
+								 * known from a recent load, not tried */
 } GiReply;
 
 typedef struct GiStoreKey

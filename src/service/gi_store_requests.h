@@ -12,6 +12,10 @@
 
 /* loading protocol */
 extern void gi_load_begin(GiWork *w);
+
+/* an index's load did not fit (w answered OVER_BUDGET): remember it a while */
+extern void gi_load_note_oversize(const GiStoreEntry *e, const GiWork *w);
+extern void gi_load_forget_oversize(const GiStoreKey *key);
 extern void gi_load_end(GiWork *w);
 
 /* the store a LOAD_CHUNK belongs to, or NULL after answering BUSY */

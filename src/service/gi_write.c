@@ -110,7 +110,11 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 			for (int i = 0; i < nvalid; i++)
 				if (group[i]->slot->type == GI_REQ_LOAD_CHUNK &&
 					gi_reply_over_budget(group[i], st))
+				{
+					if (!over)
+						gi_load_note_oversize(e, group[i]);
 					over = true;
+				}
 				else
 					gi_reply_status(group[i], st);
 			if (over)

@@ -77,6 +77,8 @@ echo "# $(echo "$parted" | grep -o 'index "[a-z_]*" searched in [0-9]* parts' | 
 check "genie, gpusparse and gpuivf searches were answered in parts" 1 \
 	"$(echo "$parted" | grep -q 'searched in [0-9]* parts' && echo 1)"
 check "no part store stays behind" 0 "$(q "SELECT count(*) FROM gpuindex_store_stats()")"
+check "searches do not load the whole index again once it did not fit" 1 \
+	"$(echo "$parted" | grep -q 'did not fit lately: not loaded again' && echo 1)"
 check "every query of every kind answered" 48 "$(echo "$parted" | grep -c -E '^(genie|sparse|ivf|batch)\|')" ||
 	echo "$parted" | grep -E 'ERROR|DETAIL' | head -5 | sed 's/^/# /'
 
