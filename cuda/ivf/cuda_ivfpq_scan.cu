@@ -249,25 +249,7 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 	}
 
 	if (!APPEND)
-	{
-		uint32_t	n;
-		uint32_t	r;
-
-		gi_topk_flush(ts, sd, sk, a.cap, a.k);
-		n = ts.count;
-		if (a.G == 1)
-			gi_write_hits(a.hits + (size_t) q * a.k, a.found + q, n, a.k, sd, sk);
-		else
-		{
-			for (r = tid; r < n; r += blockDim.x)
-			{
-				a.cd[(size_t) u * a.k + r] = sd[r];
-				a.ck[(size_t) u * a.k + r] = sk[r];
-			}
-			if (tid == 0)
-				a.cn[u] = n;
-		}
-	}
+		gi_scan_finish(a, ts, sd, sk, q, u);
 }
 
 /*

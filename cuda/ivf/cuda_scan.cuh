@@ -2,13 +2,14 @@
  * cuda_scan.cuh
  *		What the fine-scan kernels of the IVF kinds share (cuda_search.cu
  *		for IVF, cuda_ivfpq_scan.cu for IVF-PQ): the block shape, the slab
- *		queue, the bound on groups per query, and the append of a warp's
- *		candidates on the large-k path.
+ *		queue, the bound on groups per query, the append of a warp's
+ *		candidates on the large-k path, and the end of a unit's scan.
  */
 #ifndef GI_CUDA_SCAN_CUH
 #define GI_CUDA_SCAN_CUH
 
 #include "cuda_ivf.h"
+#include "cuda_topk.cuh"
 #include "cuda_util.cuh"
 
 #define GI_CU_SQ			512		/* slab queue entries per block */
@@ -39,6 +40,33 @@ gi_append(const gi_scan_args &a, uint32_t q, bool valid, float d, uint64_t key)
 		}
 		else
 			atomicOr(a.flags, GI_CU_FLAG_OVERFLOW);
+	}
+}
+
+/*
+ * The end of unit u's scan (query q): the block's final top-k straight into
+ * the answer when the query is one unit, else into the unit's partial list
+ * for the merge kernel.
+ */
+__device__ __forceinline__ void
+gi_scan_finish(const gi_scan_args &a, gi_topk_state &ts, float *sd, uint64_t *sk,
+			   uint32_t q, uint32_t u)
+{
+	uint32_t	n;
+
+	gi_topk_flush(ts, sd, sk, a.cap, a.k);
+	n = ts.count;
+	if (a.G == 1)
+		gi_write_hits(a.hits + (size_t) q * a.k, a.found + q, n, a.k, sd, sk);
+	else
+	{
+		for (uint32_t r = threadIdx.x; r < n; r += blockDim.x)
+		{
+			a.cd[(size_t) u * a.k + r] = sd[r];
+			a.ck[(size_t) u * a.k + r] = sk[r];
+		}
+		if (threadIdx.x == 0)
+			a.cn[u] = n;
 	}
 }
 

@@ -283,6 +283,7 @@ typedef struct GiHitCursor
 } GiHitCursor;
 
 extern bool gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit);
+extern int	gi_hit_cmp(const void *a, const void *b);
 
 extern IndexScanDesc gi_scan_begin(Relation index, int nkeys, int norderbys,
 								   Size opaque_size);

@@ -91,17 +91,6 @@ drop_part_store_at_exit(int code, Datum arg)
 		drop_part_store();
 }
 
-/* (distance, key) order of the answers; NaN after every number */
-static inline bool
-hit_before(const gi_hit *a, const gi_hit *b)
-{
-	if (isnan(a->distance) != isnan(b->distance))
-		return isnan(b->distance);
-	if (a->distance != b->distance)
-		return a->distance < b->distance;
-	return a->key < b->key;
-}
-
 /* merge a part's answer into the answer so far, query by query */
 static void
 merge_answer(gi_hit *hits, uint32 *found, const gi_hit *phits,
@@ -119,7 +108,7 @@ merge_answer(gi_hit *hits, uint32 *found, const gi_hit *phits,
 
 		while (n < k && (i < na || j < nb))
 		{
-			if (j >= nb || (i < na && !hit_before(&b[j], &a[i])))
+			if (j >= nb || (i < na && gi_hit_cmp(&a[i], &b[j]) <= 0))
 				tmp[n++] = a[i++];
 			else
 				tmp[n++] = b[j++];

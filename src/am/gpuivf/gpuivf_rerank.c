@@ -58,19 +58,6 @@ gpuivf_rerank_end(GpuivfRerank *rr)
 	pfree(rr);
 }
 
-static int
-hit_cmp(const void *a, const void *b)
-{
-	const gi_hit *x = a;
-	const gi_hit *y = b;
-
-	if (x->distance != y->distance)
-		return x->distance < y->distance ? -1 : 1;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return 0;
-}
-
 /*
  * Replace the distances of hits[0..n-1] by exact ones (ranked as the
  * service ranks flat records, rounded to float, NaN as +Inf) and sort them
@@ -122,6 +109,6 @@ gpuivf_rerank(GpuivfRerank *rr, Snapshot snapshot, const float4 *query, uint32 d
 		ExecClearTuple(rr->slot);
 	}
 	if (kept > 1)
-		qsort(hits, kept, sizeof(gi_hit), hit_cmp);
+		qsort(hits, kept, sizeof(gi_hit), gi_hit_cmp);
 	return kept;
 }

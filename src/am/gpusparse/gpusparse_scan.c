@@ -188,16 +188,6 @@ tail_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
 	return true;
 }
 
-static int
-hit_cmp(const void *a, const void *b)
-{
-	const gi_hit *x = a;
-	const gi_hit *y = b;
-
-	if (x->distance != y->distance)
-		return x->distance < y->distance ? -1 : 1;
-	return x->key < y->key ? -1 : x->key > y->key;
-}
 
 /*
  * Stage 2: every row of the index that stage 1 did not return, scored
@@ -255,7 +245,7 @@ start_tail(IndexScanDesc scan)
 		m++;
 	}
 	hash_destroy(rows);
-	qsort(so->hits, m, sizeof(gi_hit), hit_cmp);
+	qsort(so->hits, m, sizeof(gi_hit), gi_hit_cmp);
 	so->nhits = m;
 	so->pos = 0;
 	so->more = false;
