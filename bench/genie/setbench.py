@@ -13,8 +13,11 @@ from gibench import db, plots
 import genieplots
 from common import accuracy, log, one_client, plan, qps_row, session
 
-ENGINES = ["genie", "gin", "scan"]
-plots.STYLE.update({"genie": ("tab:red", "o"), "gin": ("tab:green", "^"),
+# genie-table: the same index and statement with gpusparse.method = term, i.e. the plain
+# count table instead of c-PQ (the counting path)
+ENGINES = ["genie", "genie-table", "gin", "scan"]
+plots.STYLE.update({"genie": ("tab:red", "o"), "genie-table": ("tab:orange", "s"),
+                    "gin": ("tab:green", "^"),
                     "scan": ("tab:gray", "X")})
 
 GENIE = "SELECT id FROM st ORDER BY tags <&> %(q)s::int4[] LIMIT 10"
@@ -57,9 +60,12 @@ def build(conn, rep, state, intarray):
 
 def run(cl, ds, a, rep, budget, state, engine, intarray):
     cnt = COUNT_INT if intarray else COUNT_SQL
-    if engine == "genie":
+    if engine in ("genie", "genie-table"):
         sql, nq, gucs, index = GENIE, a.set_nq, {"enable_seqscan": "off"}, "st_tags_genie"
         setting = "ORDER BY tags <&> q LIMIT 10"
+        if engine == "genie-table":
+            gucs["gpusparse.method"] = "term"
+            setting += " (plain count table)"
     elif engine == "gin":
         sql, nq, gucs, index = GIN.format(c=cnt), a.set_slow_nq, {"enable_seqscan": "off"}, \
             "st_gin_tags"
@@ -83,7 +89,7 @@ def run(cl, ds, a, rep, budget, state, engine, intarray):
     row = qps_row(engine, setting, nq, passes, lat, plan=p, top10_equal=eq, count_recall=rec,
                   top1_equal=first, top10_equal_common=ceq, count_recall_common=crec,
                   recall=crec, common_nq=c, short_answers=sum(1 for r in found if len(r) < 10),
-                  **state.get(engine, {}))
+                  **state.get("genie" if engine == "genie-table" else engine, {}))
     rep.add(**row)
     log(f"genie-sets: {engine}: {row['qps']:.1f} QPS over {nq} queries (p50 "
         f"{row['p50_ms']:.2f} ms), top-10 counts equal {eq:.3f}, count recall {rec:.3f}")
@@ -93,12 +99,13 @@ def finish(rep, device):
     rows = [r for r in rep.rows if r.get("qps")]
     ref = {r["engine"]: r for r in rows}
     for r in rows:
-        for peer in ("gin", "scan"):
+        for peer in ("genie-table", "gin", "scan"):
             if peer in ref and r["engine"] != peer:
                 r[f"x_{peer}"] = r["qps"] / ref[peer]["qps"]
     rep.table("Top-10 rows by common elements: queries per second and accuracy",
               ["engine", "setting", "nq", "qps", "p50_ms", "p99_ms", "top10_equal",
-               "count_recall", "top10_equal_common", "x_gin", "x_scan", "build_s",
+               "count_recall", "top10_equal_common", "x_genie-table", "x_gin", "x_scan",
+               "build_s",
                "index_mb"], rows)
     rep.plot(lambda rows, stem: genieplots.accuracy_qps(
         [r for r in rows if r.get("qps") and r.get("recall") is not None], stem,
