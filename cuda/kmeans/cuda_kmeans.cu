@@ -49,8 +49,11 @@
  * and kept between calls (a build assigns its rows in many calls, with
  * the same centroids: they are uploaded once, recognised by content),
  * until kmeans_release.  It is transient and not counted in
- * gpuindex.memory_limit (like the search scratch).  The service calls
- * these from one thread per device; a mutex makes other callers safe too.
+ * gpuindex.memory_limit (like the search scratch).  The service trains on
+ * a thread of its own while its main thread searches: the context's mutex
+ * serialises the k-means calls of a device, and the context has its own
+ * stream and cuBLAS handle, so nothing it launches shares state with the
+ * searches' calls.
  */
 #include <cfloat>
 #include <cmath>
@@ -81,6 +84,7 @@ struct gi_cu_km
 	gi_device  *dev;
 	std::mutex	mu;
 	cudaStream_t st;
+	cublasHandle_t blas;		/* the context's own (a handle is not for two threads) */
 
 	/* centroids of the assignment (recognised by content) */
 	float	   *h_cent;
@@ -343,6 +347,8 @@ gi_cu_kmeans_device_free(gi_device *dev)
 	if (km == NULL)
 		return;
 	gi_km_free_all(km);
+	if (km->blas)
+		cublasDestroy(km->blas);
 	if (km->st)
 		cudaStreamDestroy(km->st);
 	cudaGetLastError();
@@ -397,10 +403,22 @@ gi_km_assign_device(gi_cu_km *km, uint32_t k, uint32_t dim, gi_metric metric, ui
 	gi_status	st;
 
 	st = gi_cu_buf_reserve(&km->g, (size_t) rb * k * sizeof(double));
-	if (st == GI_OK)
-		st = gi_cu_cublas_handle(km->dev, &h);
 	if (st != GI_OK)
 		return st;
+	if (km->blas == NULL)
+	{
+		cublasStatus_t cs = cublasCreate(&km->blas);
+
+		if (cs != CUBLAS_STATUS_SUCCESS)
+		{
+			km->blas = NULL;
+			gi_cu_set_error("cublasCreate (k-means) failed: %s", cublasGetStatusString(cs));
+			return cs == CUBLAS_STATUS_ALLOC_FAILED ? GI_ERR_NOMEM : GI_ERR_DEVICE;
+		}
+		/* default math: DGEMM stays IEEE double (FP64 tensor cores) */
+		cublasSetMathMode(km->blas, CUBLAS_DEFAULT_MATH);
+	}
+	h = km->blas;
 	for (uint32_t r0 = 0; r0 < n; r0 += rb)
 	{
 		uint32_t	rows = n - r0 < rb ? n - r0 : rb;

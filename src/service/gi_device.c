@@ -244,6 +244,12 @@ choose_backend(char *why, size_t whylen)
 }
 
 void
+gi_device_background_thread(void)
+{
+	gi_host_pool_set_alone(true);
+}
+
+void
 gi_device_set_host_threads(uint32 n)
 {
 	const gi_backend_ops *host = gi_host_backend();

@@ -41,6 +41,13 @@ extern void gi_device_init(void);
 extern void gi_device_set_host_threads(uint32 n);
 
 /*
+ * The calling thread is one of the service's background jobs (a k-means
+ * training): its host-side work runs on itself alone, leaving the host
+ * backend's threads and the other cores to the searches.
+ */
+extern void gi_device_background_thread(void);
+
+/*
  * Test hook: a real fault inside the CUDA backend (an illegal write from a
  * kernel); *have is false without the CUDA backend.
  */

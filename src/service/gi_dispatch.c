@@ -395,7 +395,7 @@ gi_dispatch_round(GiWork *work, int nwork)
 
 	order = palloc(sizeof(GiWork *) * Max(nwork, 1));
 	for (int i = 0; i < nwork; i++)
-		if (!work[i].answered)
+		if (!work[i].answered && !work[i].carry)
 			order[n++] = &work[i];
 	qsort(order, n, sizeof(GiWork *), cmp_work);
 	for (int i = 0; i < n;)

@@ -29,16 +29,26 @@
  * job (a build that failed half-way).
  *
  * A job runs on the device whose stores hold the fewest bytes when it
- * begins.  Training runs in the service's one thread: while it runs,
- * other requests wait for the next round.  It asks between its steps
- * whether the build still waits for it, and stops when the build gave up
- * (a cancelled CREATE INDEX, statement_timeout).
+ * begins.  Training runs on a thread of its own, so that the service goes
+ * on answering other requests meanwhile: TRAIN starts the thread and the
+ * request is carried from round to round until the thread is done (one
+ * training at a time; a second TRAIN, and an ASSIGN on the training's
+ * device, wait their turn the same way).  The training asks between its
+ * steps whether its build still waits for it, and stops when the build
+ * gave up (a cancelled CREATE INDEX, statement_timeout) or the service
+ * leaves.  The thread touches only the job's samples and centroids and
+ * the compute backend; it takes no PostgreSQL lock or memory and gets no
+ * signal but a fault's.
  */
 #include "postgres.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -67,6 +77,19 @@ typedef struct GiKmeansJob
 	float	   *centroids;		/* nlists * dim once trained */
 	uint32		k;				/* centroids produced */
 	bool		trained;
+
+	/* the training thread: started by TRAIN, joined by reap_training */
+	bool		training;		/* a thread runs, not joined yet */
+	pthread_t	thread;
+	pg_atomic_uint32 done;		/* the thread's last store */
+	pg_atomic_uint32 stop;		/* the service asks it to stop */
+	GiSlot	   *slot;			/* the TRAIN request's slot and number */
+	uint64		slot_seq;
+	gi_status	status;			/* the thread's result, once done */
+	uint32		produced;
+	char		errmsg[GI_ERRMSG_LEN];
+	bool		failed;			/* joined with status != GI_OK */
+	bool		orphan;			/* freed while training: out of gi_jobs */
 } GiKmeansJob;
 
 static GiKmeansJob **gi_jobs = NULL;
@@ -74,6 +97,12 @@ static int	gi_njobs = 0;
 static int	gi_jobs_cap = 0;
 static uint64 gi_next_job = 1;
 static TimestampTz gi_last_purge = 0;
+
+/* the job whose thread trains, or NULL (one at a time) */
+static GiKmeansJob *gi_training = NULL;
+
+static GiKmeansJob *reap_training(void);
+static void drop_job(GiKmeansJob *job);
 
 static bool
 device_has_jobs(int device)
@@ -84,19 +113,37 @@ device_has_jobs(int device)
 	return false;
 }
 
+/* free a job that is out of gi_jobs and has no thread */
+static void
+job_release(GiKmeansJob *j)
+{
+	if (j->samples)
+		pfree(j->samples);
+	if (j->centroids)
+		pfree(j->centroids);
+	if (gi_ops && gi_ops->kmeans_release && !device_has_jobs(j->device) &&
+		(gi_training == NULL || gi_training->device != j->device))
+		gi_ops->kmeans_release(gi_devices[j->device].dev);
+	pfree(j);
+}
+
 static void
 job_free(int i)
 {
 	GiKmeansJob *j = gi_jobs[i];
 
-	if (j->samples)
-		pfree(j->samples);
-	if (j->centroids)
-		pfree(j->centroids);
 	gi_jobs[i] = gi_jobs[--gi_njobs];
-	if (gi_ops && gi_ops->kmeans_release && !device_has_jobs(j->device))
-		gi_ops->kmeans_release(gi_devices[j->device].dev);
-	pfree(j);
+	if (j == gi_training)
+	{
+		/*
+		 * Its thread still reads the samples: it is told to stop, and the
+		 * job goes once the thread is reaped (gi_kmeans_maintain).
+		 */
+		pg_atomic_write_u32(&j->stop, 1);
+		j->orphan = true;
+		return;
+	}
+	job_release(j);
 }
 
 static bool
@@ -124,9 +171,35 @@ purge_jobs(int pid)
 	gi_last_purge = now;
 }
 
+bool
+gi_kmeans_training(void)
+{
+	return gi_training != NULL;
+}
+
+static void
+log_stopped(const GiKmeansJob *job)
+{
+	ereport(LOG,
+			(errmsg("gpuindex device service: stopped the k-means training of %u samples: its build gave up",
+					job->nsamples)));
+}
+
 void
 gi_kmeans_maintain(void)
 {
+	GiKmeansJob *job = reap_training();
+
+	/*
+	 * A training stopped because its build gave up, or whose job was freed
+	 * meanwhile, has no request left to answer: its job goes here.
+	 */
+	if (job != NULL && job->failed && job->status == GI_ERR_CANCELLED)
+		log_stopped(job);
+	if (job != NULL && job->orphan)
+		job_release(job);
+	else if (job != NULL && job->failed && job->status == GI_ERR_CANCELLED)
+		drop_job(job);
 	if (gi_njobs > 0 &&
 		TimestampDifferenceExceeds(gi_last_purge, GetCurrentTimestamp(), 1000))
 		purge_jobs(0);
@@ -182,9 +255,13 @@ malformed(GiWork *w, const char *what)
 	gi_reply_error(w, ERRCODE_PROTOCOL_VIOLATION, "malformed gpuindex %s request", what);
 }
 
-/* a backend failure: device trouble falls back, anything else is an error */
+/*
+ * A backend failure (errmsg: the backend's message): device trouble falls
+ * back, anything else is an error.
+ */
 static void
-reply_failure(GiWork *w, GiKmeansJob *job, gi_status st, const char *what)
+reply_failure(GiWork *w, GiKmeansJob *job, gi_status st, const char *what,
+			  const char *errmsg)
 {
 	if (st == GI_ERR_DEVICE)
 		gi_service_restart_pending = true;
@@ -192,12 +269,12 @@ reply_failure(GiWork *w, GiKmeansJob *job, gi_status st, const char *what)
 		st == GI_ERR_UNSUPPORTED)
 	{
 		reply_unsupported(w, "%s on the %s backend failed: %s", what, gi_ops->name,
-						  gi_ops->last_error());
+						  errmsg);
 		drop_job(job);
 		return;
 	}
 	gi_reply_error(w, ERRCODE_INTERNAL_ERROR, "gpuindex %s backend: %s failed: %s",
-				   gi_ops->name, what, gi_ops->last_error());
+				   gi_ops->name, what, errmsg);
 	drop_job(job);
 }
 
@@ -286,7 +363,155 @@ handle_data(GiWork *w)
 	gi_reply(w, GI_REPLY_OK);
 }
 
-/* kmeans_train's keep_going: the building backend still waits */
+/*
+ * kmeans_train's keep_going, on the training thread: the service does not
+ * ask it to stop, and the TRAIN request is still the one its backend waits
+ * for (a slot given up on is soon reused: its request number tells).
+ */
+static bool
+train_wanted(void *arg)
+{
+	GiKmeansJob *job = arg;
+	GiSlot	   *slot = job->slot;
+	bool		waits;
+
+	if (pg_atomic_read_u32(&job->stop) != 0)
+		return false;
+	SpinLockAcquire(&slot->mutex);
+	waits = slot->state == GI_SLOT_RUNNING && slot->seq == job->slot_seq;
+	SpinLockRelease(&slot->mutex);
+	return waits;
+}
+
+static void *
+train_main(void *arg)
+{
+	GiKmeansJob *job = arg;
+	uint32		k = 0;
+	gi_status	st;
+
+#ifdef SCHED_BATCH
+	{
+		/* a long computation: the service's own thread comes first */
+		struct sched_param sp;
+
+		memset(&sp, 0, sizeof(sp));
+		(void) pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+	}
+#endif
+	gi_device_background_thread();
+	st = gi_ops->kmeans_train(&job->params, job->nsamples, job->samples,
+							  job->centroids, &k);
+	job->status = st;
+	job->produced = k;
+	if (st != GI_OK)
+		strlcpy(job->errmsg, gi_ops->last_error(), sizeof(job->errmsg));
+	(void) pg_atomic_exchange_u32(&job->done, 1);
+	return NULL;
+}
+
+/* a training's result into its job: trained, or failed with a status */
+static void
+record_training(GiKmeansJob *job)
+{
+	job->training = false;
+	job->activity = GetCurrentTimestamp();
+	if (job->status == GI_OK && job->produced > job->params.nlists)
+	{
+		snprintf(job->errmsg, sizeof(job->errmsg), "k-means produced %u centroids of %u",
+				 job->produced, job->params.nlists);
+		job->status = GI_ERR_INVALID;
+	}
+	if (job->status != GI_OK)
+	{
+		job->failed = true;
+		return;
+	}
+	pfree(job->samples);
+	job->samples = NULL;
+	job->k = job->produced;
+	job->trained = true;
+}
+
+/* the job whose training thread is done, joined and recorded; or NULL */
+static GiKmeansJob *
+reap_training(void)
+{
+	GiKmeansJob *job = gi_training;
+
+	if (job == NULL || pg_atomic_read_u32(&job->done) == 0)
+		return NULL;
+	(void) pthread_join(job->thread, NULL);
+	gi_training = NULL;
+	record_training(job);
+	return job;
+}
+
+/* the service leaves: a training still running stops at its next step */
+static void
+stop_training_at_exit(int code, Datum arg)
+{
+	GiKmeansJob *job = gi_training;
+
+	if (job == NULL)
+		return;
+	pg_atomic_write_u32(&job->stop, 1);
+
+	/*
+	 * Not joined when it does not end soon: after a fault the thread that
+	 * faulted never returns, and the exit ends it with the process.
+	 */
+	for (int i = 0; i < 2000 && pg_atomic_read_u32(&job->done) == 0; i++)
+		pg_usleep(1000L);
+	if (pg_atomic_read_u32(&job->done) != 0)
+		(void) pthread_join(job->thread, NULL);
+	gi_training = NULL;
+}
+
+/* start job's training on a thread of its own; false when none starts */
+static bool
+start_training(GiWork *w, GiKmeansJob *job)
+{
+	static bool exit_hook = false;
+	sigset_t	sigs;
+	sigset_t	old;
+	int			rc;
+
+	if (!exit_hook)
+	{
+		before_shmem_exit(stop_training_at_exit, (Datum) 0);
+		exit_hook = true;
+	}
+	job->slot = w->slot;
+	job->slot_seq = w->slot->seq;
+	pg_atomic_init_u32(&job->done, 0);
+	pg_atomic_init_u32(&job->stop, 0);
+	job->params.keep_going = train_wanted;
+	job->params.keep_going_arg = job;
+
+	/* the thread gets no signal but the faults its own code may raise */
+	sigfillset(&sigs);
+	sigdelset(&sigs, SIGSEGV);
+	sigdelset(&sigs, SIGBUS);
+	sigdelset(&sigs, SIGILL);
+	sigdelset(&sigs, SIGFPE);
+	pthread_sigmask(SIG_SETMASK, &sigs, &old);
+	rc = pthread_create(&job->thread, NULL, train_main, job);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		ereport(LOG,
+				(errmsg("gpuindex device service: no thread for k-means training (%s); training in the service",
+						strerror(rc))));
+		job->params.keep_going = NULL;
+		return false;
+	}
+	job->training = true;
+	gi_training = job;
+	return true;
+}
+
+/* kmeans_train's keep_going on the service's thread: the build still waits */
 static bool
 build_waits(void *arg)
 {
@@ -299,54 +524,73 @@ build_waits(void *arg)
 	return waits;
 }
 
+/* answer TRAIN from its job's recorded result */
+static void
+answer_training(GiWork *w, GiKmeansJob *job)
+{
+	if (job->failed && job->status == GI_ERR_CANCELLED)
+	{
+		log_stopped(job);
+		gi_reply_error(w, ERRCODE_QUERY_CANCELED, "k-means training stopped: the build gave up");
+		drop_job(job);
+		return;
+	}
+	if (job->failed)
+	{
+		reply_failure(w, job, job->status, "k-means training", job->errmsg);
+		return;
+	}
+	w->slot->rargs.count = job->k;
+	gi_reply(w, GI_REPLY_OK);
+}
+
 static void
 handle_train(GiWork *w)
 {
 	GiKmeansJob *job = find_job(w);
-	gi_status	st;
-	uint32		k = 0;
 
 	if (job == NULL)
 		return;
+	if (job->training)
+	{
+		(void) reap_training();
+		if (job->training)
+		{
+			w->carry = true;	/* still training: look again next round */
+			return;
+		}
+	}
+	if (job->failed || (job->trained && w->kept))
+	{
+		answer_training(w, job);
+		return;
+	}
 	if (job->trained || job->received != job->nsamples)
 	{
 		malformed(w, "k-means training");
 		return;
 	}
+	if (gi_training != NULL)
+	{
+		w->carry = true;		/* another training runs: wait for it */
+		return;
+	}
+	if (start_training(w, job))
+	{
+		w->carry = true;
+		return;
+	}
+
+	/* no thread: train here, while the other requests wait */
 	job->params.keep_going = build_waits;
 	job->params.keep_going_arg = w->slot;
-	st = gi_ops->kmeans_train(&job->params, job->nsamples, job->samples,
-							  job->centroids, &k);
+	job->status = gi_ops->kmeans_train(&job->params, job->nsamples, job->samples,
+									   job->centroids, &job->produced);
 	job->params.keep_going = NULL;
-	if (st == GI_ERR_CANCELLED)
-	{
-		ereport(LOG,
-				(errmsg("gpuindex device service: stopped the k-means training of %u samples: its build gave up",
-						job->nsamples)));
-		gi_reply_error(w, ERRCODE_QUERY_CANCELED, "k-means training stopped: the build gave up");
-		drop_job(job);
-		return;
-	}
-	if (st != GI_OK)
-	{
-		reply_failure(w, job, st, "k-means training");
-		return;
-	}
-	if (k > job->params.nlists)
-	{
-		gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
-					   "gpuindex %s backend: k-means produced %u centroids of %u",
-					   gi_ops->name, k, job->params.nlists);
-		drop_job(job);
-		return;
-	}
-	pfree(job->samples);
-	job->samples = NULL;
-	job->k = k;
-	job->trained = true;
-	job->activity = GetCurrentTimestamp();
-	w->slot->rargs.count = k;
-	gi_reply(w, GI_REPLY_OK);
+	if (job->status != GI_OK)
+		strlcpy(job->errmsg, gi_ops->last_error(), sizeof(job->errmsg));
+	record_training(job);
+	answer_training(w, job);
 }
 
 static void
@@ -394,6 +638,12 @@ handle_assign(GiWork *w)
 		malformed(w, "k-means assignment");
 		return;
 	}
+	if (gi_training != NULL && gi_training->device == job->device)
+	{
+		/* the backend's k-means entries serve one caller per device */
+		w->carry = true;
+		return;
+	}
 	if ((Size) a->n * sizeof(uint32) > w->slot->capacity)
 	{
 		w->slot->rargs.out_needed = (Size) a->n * sizeof(uint32);
@@ -407,7 +657,7 @@ handle_assign(GiWork *w)
 							   (const float *) w->buf, lists);
 	if (st != GI_OK)
 	{
-		reply_failure(w, job, st, "k-means assignment");
+		reply_failure(w, job, st, "k-means assignment", gi_ops->last_error());
 		return;
 	}
 	for (uint32 i = 0; i < a->n; i++)

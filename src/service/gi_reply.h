@@ -28,6 +28,15 @@ typedef struct GiWork
 	Size		sliced_bytes;
 	uint32		sliced_done;
 	double		sliced_us;		/* its slices' cost per query (us); 0: none yet */
+
+	/*
+	 * carry: set by a handler that leaves the request unanswered for a
+	 * later round (a k-means training running on its own thread); the
+	 * request stays in the service's hands while its backend waits, and
+	 * comes back with kept set.
+	 */
+	bool		carry;
+	bool		kept;
 } GiWork;
 
 extern void gi_reply(GiWork *w, GiReply reply);

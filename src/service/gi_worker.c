@@ -124,18 +124,35 @@ collect(GiWork *work, int nwork, int max)
 			w->sliced_bytes = 0;
 			w->sliced_done = 0;
 			w->sliced_us = 0;
+			w->carry = false;
+			w->kept = false;
 		}
 	}
 	return nwork;
 }
 
 /*
- * Sliced searches still in our hands from the last round (gi_search.c)
- * go first into work[]; one whose backend gave up on it (a cancelled
- * statement) is dropped here, so that it costs no more work.
+ * Requests still in our hands from the last round (sliced searches,
+ * gi_search.c; requests a handler carries, such as a k-means training
+ * running on its own thread) go first into work[]; one whose backend gave
+ * up on it (a cancelled statement) is dropped here, so that it costs no
+ * more work.
  */
 static GiWork *carried;
 static int	ncarried;
+
+/* how often requests that only wait are looked at again */
+#define GI_CARRIED_POLL_MS	1
+
+/* whether one of work[0..n) has a slice to run (the others only wait) */
+static bool
+any_sliced(const GiWork *w, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (w[i].sliced != NULL)
+			return true;
+	return false;
+}
 
 static int
 take_carried(GiWork *work)
@@ -155,14 +172,22 @@ take_carried(GiWork *work)
 		SpinLockRelease(&slot->mutex);
 		if (keep)
 		{
-			work[n++] = *w;
+			work[n] = *w;
+			work[n].carry = false;
+			work[n].kept = true;
+			n++;
 			continue;
 		}
-		elog(DEBUG1, "gpuindex device service: dropped a cancelled batch search after %u of %u queries",
-			 w->sliced_done, slot->args.n);
+		if (w->sliced != NULL)
+			elog(DEBUG1, "gpuindex device service: dropped a cancelled batch search after %u of %u queries",
+				 w->sliced_done, slot->args.n);
+		else
+			elog(DEBUG1, "gpuindex device service: dropped a cancelled request of type %d",
+				 (int) slot->type);
 		if (w->seg)
 			dsm_detach(w->seg);
-		pfree(w->sliced);
+		if (w->sliced)
+			pfree(w->sliced);
 	}
 	ncarried = 0;
 	return n;
@@ -183,7 +208,7 @@ attach_payloads(GiWork *work, int nwork)
 		GiSlot	   *slot = w->slot;
 		Size		buflen = GI_SLOT_INLINE;
 
-		if (w->sliced != NULL)
+		if (w->kept)
 			continue;			/* carried: attached and checked before */
 
 		if (slot->dsm != DSM_HANDLE_INVALID)
@@ -205,7 +230,7 @@ attach_payloads(GiWork *work, int nwork)
 	}
 }
 
-/* publish answers and wake the backends; keep unfinished sliced searches */
+/* publish answers and wake the backends; keep unfinished carried requests */
 static void
 finish_round(GiWork *work, int nwork)
 {
@@ -215,7 +240,7 @@ finish_round(GiWork *work, int nwork)
 		GiSlot	   *slot = w->slot;
 		Latch	   *latch = NULL;
 
-		if (w->sliced != NULL && !w->answered)
+		if ((w->sliced != NULL || w->carry) && !w->answered)
 		{
 			carried[ncarried++] = *w;
 			continue;
@@ -340,6 +365,7 @@ gi_service_main(Datum main_arg)
 	GiWork	   *work;
 	int			maxwork = gi_shared->nslots;
 	TimestampTz spin_until = 0;
+	bool		waiting;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -393,7 +419,8 @@ gi_service_main(Datum main_arg)
 		}
 
 		nwork = collect(work, 0, maxwork);
-		if (nwork == 0 && ncarried == 0 && GetCurrentTimestamp() < spin_until)
+		waiting = ncarried > 0 || gi_kmeans_training();
+		if (nwork == 0 && !waiting && GetCurrentTimestamp() < spin_until)
 		{
 			/*
 			 * Right after a round more requests are likely (a client's next
@@ -403,14 +430,20 @@ gi_service_main(Datum main_arg)
 			pg_spin_delay();
 			continue;
 		}
-		if (nwork == 0 && ncarried == 0)
+		if (nwork == 0 && !any_sliced(carried, ncarried))
 		{
 			bool		sweep = gi_stores_sweep_dropped();
+			long		ms = waiting ? GI_CARRIED_POLL_MS : sweep ? GI_STORE_SWEEP_MS : -1L;
+			int			rc;
 
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-							 (sweep ? WL_TIMEOUT : 0),
-							 sweep ? GI_STORE_SWEEP_MS : -1L, PG_WAIT_EXTENSION);
-			continue;
+			/*
+			 * Requests that only wait (for a k-means thread) are looked at
+			 * again after a short sleep, not in a busy loop.
+			 */
+			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+						   (ms >= 0 ? WL_TIMEOUT : 0), ms, PG_WAIT_EXTENSION);
+			if (!waiting || (rc & WL_LATCH_SET))
+				continue;
 		}
 		if (nwork > 0 && gi_batch_linger_us > 0 && nwork < maxwork)
 		{
@@ -435,15 +468,19 @@ gi_service_main(Datum main_arg)
 			run_round(work, nwork, round_cxt);
 		}
 		nwork = take_carried(work);
-		if (nwork > 0)
+		if (nwork > 0 || gi_kmeans_training())
 		{
 			/*
 			 * The slices of large batches run on one host thread, so that
 			 * the sessions waiting meanwhile keep the other cores.
 			 */
-			gi_device_set_host_threads(1);
+			bool		slices = any_sliced(work, nwork);
+
+			if (slices)
+				gi_device_set_host_threads(1);
 			run_round(work, nwork, round_cxt);
-			gi_device_set_host_threads((uint32) gi_host_threads);
+			if (slices)
+				gi_device_set_host_threads((uint32) gi_host_threads);
 		}
 		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;
 	}

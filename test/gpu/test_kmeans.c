@@ -2,9 +2,12 @@
  * test_kmeans.c
  *		k-means for CREATE INDEX (kmeans_train / kmeans_assign) against the
  *		host's: assignments equal to the host ranking's, training within 1%
- *		of the host's objective, deterministic, k-means++ centres samples.
+ *		of the host's objective, deterministic, k-means++ centres samples;
+ *		a training on a thread of its own beside searches on the same
+ *		device (the device service trains so) changes neither.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -453,6 +456,107 @@ next:
 }
 
 
+/* ---- a training on its own thread beside searches ---------------------------- */
+
+typedef struct km_thread_job
+{
+	gi_kmeans_params p;
+	uint32_t	n;
+	const float *x;
+	float	   *cent;
+	uint32_t	k;
+	gi_status	st;
+	volatile int done;
+} km_thread_job;
+
+static void *
+km_thread_main(void *arg)
+{
+	km_thread_job *j = arg;
+
+	j->st = KT(&j->p, j->n, j->x, j->cent, &j->k);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * The service trains on a thread of its own while its main thread
+ * searches: the centroids must equal a training alone, and the searches
+ * run meanwhile (coarse quantizer on cuBLAS, fine scan) must equal the
+ * host's.
+ */
+static void
+test_kmeans_beside_searches(void)
+{
+	pair		p;
+	rng			r = {UINT64_C(0x626573696465)};
+	uint32_t	n = (uint32_t) scaled(40000);
+	uint32_t	dim = 48;
+	uint32_t	nrec = (uint32_t) scaled(20000);
+	float	   *x = malloc(sizeof(float) * n * dim);
+	float	   *alone = malloc(sizeof(float) * 256 * dim);
+	float	   *vec = malloc(sizeof(float) * nrec * 32);
+	uint32_t   *lists = malloc(sizeof(uint32_t) * nrec);
+	uint64_t   *keys = malloc(sizeof(uint64_t) * nrec);
+	km_thread_job job;
+	pthread_t	th;
+	uint32_t	k_alone = 0;
+	int			rounds = 0;
+
+	if (self_mode)
+	{
+		printf("  (skipped in self mode)\n");
+		goto done;
+	}
+	km_data(&r, 1, x, n, dim, 0, 0);
+	memset(&job, 0, sizeof(job));
+	job.p.dim = dim;
+	job.p.nlists = 256;
+	job.p.iterations = 20;
+	job.p.metric = GI_METRIC_L2;
+	job.p.seed = KM_SEED;
+	job.n = n;
+	job.x = x;
+	job.cent = malloc(sizeof(float) * 256 * dim);
+	EXPECT(KT(&job.p, n, x, alone, &k_alone) == GI_OK, "training alone: %s", C->last_error());
+
+	if (!ivf_pair(&p, 64, 32, 64, &r))
+		goto done;
+	for (uint32_t i = 0; i < nrec * 32; i++)
+		vec[i] = rfloat(&r);
+	for (uint32_t i = 0; i < nrec; i++)
+	{
+		keys[i] = i;
+		lists[i] = ivf_nearest_list(&p, vec + (size_t) i * 32);
+	}
+	do_insert(&p, nrec, lists, keys, vec, "beside training: fill");
+
+	pthread_create(&th, NULL, km_thread_main, &job);
+	while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE) && checks_failed == 0)
+	{
+		uint32_t	nq = rounds % 2 ? 300 : 4;
+		float	   *qs = ivf_random_queries(&p, &r, nq);
+
+		ivf_compare_search(&p, GI_METRIC_L2, nq, qs, 8, 10, "search beside a training");
+		free(qs);
+		rounds++;
+	}
+	pthread_join(th, NULL);
+	EXPECT(job.st == GI_OK, "training beside searches: %d %s", job.st, C->last_error());
+	EXPECT(job.st != GI_OK || (job.k == k_alone &&
+							   memcmp(job.cent, alone, sizeof(float) * (size_t) k_alone * dim) == 0),
+		   "the training beside searches differs from the training alone");
+	printf("  %d search rounds ran beside a training of %u samples\n", rounds, n);
+	pair_close(&p);
+	free(job.cent);
+done:
+	free(x);
+	free(alone);
+	free(vec);
+	free(lists);
+	free(keys);
+}
+
 /* the entries under test: the module's, or the host's in self mode */
 static void
 km_setup(void)
@@ -475,9 +579,17 @@ test_train(void)
 	test_kmeans_train();
 }
 
+static void
+test_beside(void)
+{
+	km_setup();
+	test_kmeans_beside_searches();
+}
+
 static const test_case kmeans_tests[] = {
 	{"k-means assignment", test_assign, false},
 	{"k-means training", test_train, false},
+	{"k-means training on a thread beside searches", test_beside, false},
 };
 
 const test_suite kmeans_suite = {kmeans_tests, sizeof(kmeans_tests) / sizeof(kmeans_tests[0]), NULL};

@@ -129,8 +129,11 @@ gi_km_nearest(bool spherical, const float *x, const float *centroids,
 /* samples a task takes: the assignment, the seeding distances */
 #define GI_KM_CHUNK 256
 
-/* samples assigned between two checks, per thread */
+/* samples assigned between two checks, per thread, at most */
 #define GI_KM_CHECK_EVERY 1024
+
+/* multiply-adds a thread does between two checks, about */
+#define GI_KM_CHECK_MACS (UINT64_C(1) << 24)
 
 /* tasks of one block at most */
 #define GI_KM_BLOCK_TASKS (GI_KM_CHECK_EVERY / GI_KM_CHUNK * GI_HOST_POOL_MAX)
@@ -194,6 +197,18 @@ gi_km_assign_task(void *arg, uint32_t task, uint32_t worker)
 	}
 	job->changed[task] = changed;
 	return GI_OK;
+}
+
+/*
+ * Samples a thread assigns between two checks: whole tasks of about
+ * GI_KM_CHECK_MACS, so that a cancel is seen soon with many lists too.
+ */
+static uint32_t
+gi_km_check_samples(uint32_t k, uint32_t dim)
+{
+	uint64_t	per = GI_KM_CHECK_MACS / ((uint64_t) k * dim + 1) / GI_KM_CHUNK * GI_KM_CHUNK;
+
+	return per < GI_KM_CHUNK ? GI_KM_CHUNK : per > GI_KM_CHECK_EVERY ? GI_KM_CHECK_EVERY : (uint32_t) per;
 }
 
 /* the seeding's distances to the centre newc, on the threads */
@@ -317,7 +332,7 @@ gi_host_kmeans_train(const gi_kmeans_params *p, uint32_t nsamples, float *sample
 	workers = gi_host_pool_worth((uint64_t) n * k * dim) ? gi_host_pool_threads() : 1;
 	for (it = 0; it < p->iterations; it++)
 	{
-		uint32_t	block = GI_KM_CHECK_EVERY * workers;
+		uint32_t	block = gi_km_check_samples(k, dim) * workers;
 		bool		changed = false;
 
 		if (p->keep_going && !p->keep_going(p->keep_going_arg))

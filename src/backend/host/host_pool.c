@@ -72,6 +72,7 @@ static uint32_t gi_pool_online = 0; /* online CPUs, once known */
 static uint64_t gi_pool_grain = GI_HOST_POOL_GRAIN;
 static bool gi_pool_busy = false;	/* a call is running (atomic) */
 static __thread bool gi_pool_in_task = false;
+static __thread bool gi_pool_alone = false;	/* gi_host_pool_set_alone */
 
 void
 gi_host_pool_set_threads(uint32_t n)
@@ -321,6 +322,12 @@ gi_pool_run_parallel(uint32_t ntasks, uint32_t workers, gi_host_task_fn fn, void
 	return st;
 }
 
+void
+gi_host_pool_set_alone(bool alone)
+{
+	gi_pool_alone = alone;
+}
+
 gi_status
 gi_host_pool_run(uint32_t ntasks, uint32_t max_workers, gi_host_task_fn fn, void *arg)
 {
@@ -331,7 +338,7 @@ gi_host_pool_run(uint32_t ntasks, uint32_t max_workers, gi_host_task_fn fn, void
 		workers = max_workers;
 	if (workers > ntasks)
 		workers = ntasks;
-	if (workers <= 1 || gi_pool_in_task || ntasks >= GI_POOL_STOP ||
+	if (workers <= 1 || gi_pool_in_task || gi_pool_alone || ntasks >= GI_POOL_STOP ||
 		__atomic_exchange_n(&gi_pool_busy, true, __ATOMIC_ACQUIRE))
 		return gi_pool_run_inline(ntasks, fn, arg);
 	st = gi_pool_run_parallel(ntasks, workers, fn, arg);

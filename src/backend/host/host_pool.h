@@ -50,6 +50,12 @@ extern void gi_host_pool_set_threads(uint32_t n);
 extern uint32_t gi_host_pool_threads(void);
 
 /*
+ * Make the calling thread's calls run on itself alone (a background job
+ * that leaves the helpers, and the other cores, to the others), or not.
+ */
+extern void gi_host_pool_set_alone(bool alone);
+
+/*
  * Whether work of this size (about one multiply-add a unit) is worth
  * waking threads for; below it a call runs on the calling thread alone.
  */
