@@ -494,7 +494,7 @@ test_kmeans_beside_searches(void)
 	uint32_t	dim = 48;
 	uint32_t	nrec = (uint32_t) scaled(20000);
 	float	   *x = malloc(sizeof(float) * n * dim);
-	float	   *alone = malloc(sizeof(float) * 256 * dim);
+	float	   *alone = malloc(sizeof(float) * 1024 * dim);
 	float	   *vec = malloc(sizeof(float) * nrec * 32);
 	uint32_t   *lists = malloc(sizeof(uint32_t) * nrec);
 	uint64_t   *keys = malloc(sizeof(uint64_t) * nrec);
@@ -511,13 +511,13 @@ test_kmeans_beside_searches(void)
 	km_data(&r, 1, x, n, dim, 0, 0);
 	memset(&job, 0, sizeof(job));
 	job.p.dim = dim;
-	job.p.nlists = 256;
-	job.p.iterations = 20;
+	job.p.nlists = 1024;
+	job.p.iterations = 40;
 	job.p.metric = GI_METRIC_L2;
 	job.p.seed = KM_SEED;
 	job.n = n;
 	job.x = x;
-	job.cent = malloc(sizeof(float) * 256 * dim);
+	job.cent = malloc(sizeof(float) * 1024 * dim);
 	EXPECT(KT(&job.p, n, x, alone, &k_alone) == GI_OK, "training alone: %s", C->last_error());
 
 	if (!ivf_pair(&p, 64, 32, 64, &r))
