@@ -1,7 +1,7 @@
 #!/bin/bash
 # TAP tests with PostgreSQL's own Perl cluster modules (PostgreSQL::Test::Cluster,
 # shipped by the server-dev package under pgxs/src/test/perl): crash recovery,
-# physical standby, promotion.  Needs gpuindex installed into $PG_CONFIG's tree
+# physical standby, promotion, serializable conflicts, faults in the service.  Needs gpuindex installed into $PG_CONFIG's tree
 # and IPC::Run (libipc-run-perl).  Prints prove's summary and the plain
 # "N passed, N failed" line.
 #   bash test/tap.sh [t/NNN_name.pl ...]
