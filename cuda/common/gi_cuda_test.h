@@ -72,6 +72,19 @@ typedef gi_status (*gi_cuda_store_set_insert_chunk_fn) (gi_store *store, uint32_
 #define GI_CUDA_STORE_SET_INSERT_CHUNK "gi_cuda_store_set_insert_chunk"
 
 /*
+ * How the IVF kind's scan of few queries finds the slabs of the probed
+ * lists: GI_CU_SCAN_AUTO (the slab directory when the store did not change
+ * since its last search, else the chain walk), GI_CU_SCAN_CHAINS (the
+ * chain walk) or GI_CU_SCAN_DIR (the directory, rebuilt whenever stale).
+ * Process-wide; tests compare the paths.
+ */
+#define GI_CU_SCAN_AUTO		0
+#define GI_CU_SCAN_CHAINS	1
+#define GI_CU_SCAN_DIR		2
+typedef void (*gi_cuda_ivf_set_scan_fn) (int mode);
+#define GI_CUDA_IVF_SET_SCAN "gi_cuda_ivf_set_scan"
+
+/*
  * Benchmarks: time the device part of each mutation with CUDA events
  * (uploads, kernels, patches; not the host-side planning), read back as
  * the last insert's or delete's device milliseconds.

@@ -43,6 +43,8 @@ gi_cu_ivf_release(gi_cu_ivf *iv)
 	iv->d_cnorm = NULL;
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		gi_cu_buf_free(bufs[i]);
+	gi_cu_slabdir_free(&iv->dir);
+	iv->dir_seen = false;
 	gi_cu_pinned_free(&iv->p_q);
 	gi_cu_pinned_free(&iv->p_res);
 	free(iv->h_cnt.p);
@@ -346,6 +348,11 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		if (flags & GI_CU_FLAG_CHAIN)
 		{
 			gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
+			return GI_ERR_DEVICE;
+		}
+		if (flags & GI_CU_FLAG_DIR)
+		{
+			gi_cu_set_error("CUDA store inconsistent: a linked slab names a list out of range");
 			return GI_ERR_DEVICE;
 		}
 		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));

@@ -10,6 +10,7 @@
 #ifndef GI_CUDA_IVF_H
 #define GI_CUDA_IVF_H
 
+#include "cuda_slabdir.h"
 #include "cuda_store.h"
 #include "gi_kind_ivf.h"
 
@@ -57,6 +58,11 @@ struct gi_cu_ivf
 	gi_cu_hbuf	h_beg;
 	gi_cu_pinned p_q;			/* queries on their way up */
 	gi_cu_pinned p_res;			/* hits, found, flags on their way down */
+
+	/* the slab directory of the few-query scan (cuda_search.cu) */
+	gi_cu_slabdir dir;
+	bool		dir_seen;		/* dir_seen_gen: the store's mutation counter */
+	uint64_t	dir_seen_gen;	/* at the last search */
 
 	/* stage times of the next searches (gpuindex.trace_stages) */
 	bool		timing;

@@ -13,6 +13,12 @@
  * coalesced 128-byte load (the word-interleaved layout); keys are read
  * only for valid slots.
  *
+ * Few queries (at least GI_CU_DIR_MIN_GROUPS blocks a query): the slabs come
+ * from the store's slab directory instead (gi_k_scan_dir), each block an
+ * equal share of the slabs of all the query's probed lists, so no chain is
+ * walked and one query fills the GPU; the directory is rebuilt only once
+ * the store stopped changing between searches.
+ *
  * Top-k, for k <= GI_CU_FAST_K: each block keeps a running top-k in shared
  * memory (cuda_topk.cuh).  When there are few queries the probed lists of
  * a query are split over several blocks to fill the GPU, and a merge
@@ -38,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 #include <cub/device/device_select.cuh>
@@ -47,12 +54,18 @@
 #include "cuda_topk.cuh"
 #include "cuda_util.cuh"
 #include "cuda_walk.cuh"
+#include "gi_cuda_test.h"
 
 /* partial top-k lists of list-ordered units, at most (bytes) */
 #define GI_CU_ORDER_BUDGET	((size_t) 128 << 20)
 /* queries per multi-query tile, and the tile block's shared memory bound */
 #define GI_CU_TILE_Q		8
 #define GI_CU_TILE_SMEM_MAX	((size_t) 100 << 10)
+/*
+ * groups per query from which the few-query scan takes the slab directory
+ * (measured for one query; larger chunks keep the chain walk)
+ */
+#define GI_CU_DIR_MIN_GROUPS	4
 /* device scratch for one chunk of queries */
 #define GI_CU_QUERY_BUDGET	((size_t) 256 << 20)
 /* candidates held at once on the large-k path */
@@ -262,6 +275,83 @@ gi_k_scan(gi_scan_args a)
 
 	if (!APPEND)
 		gi_scan_finish(a, ts, sd, sk, q, u);
+}
+
+/*
+ * Few queries, from the slab directory: unit (query, group g) takes, of
+ * each probed list p, the slabs j with j = (g - p) mod G, G + (g - p) mod G,
+ * ..., so a list's slabs go to consecutive groups and every group gets
+ * about the same share; no chain is walked.  The block numbers its slabs
+ * by a scan of per-list counts (a window of GI_CU_SQ at a time) and its
+ * warps score the window as gi_k_scan scores its queue.
+ */
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
+gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
+{
+	typedef cub::BlockScan<uint32_t, GI_CU_SCAN_THREADS> scan_t;
+	extern __shared__ __align__(16) unsigned char gi_smem[];
+	uint64_t   *sk = (uint64_t *) gi_smem;
+	float	   *sd = (float *) (sk + a.cap);
+	uint32_t   *queue = (uint32_t *) (sd + a.cap);
+	__shared__ typename scan_t::TempStorage scan_tmp;
+	__shared__ gi_topk_state ts;
+	__shared__ uint32_t total;
+	const uint32_t tid = threadIdx.x;
+	const uint32_t warp = tid >> 5;
+	const uint32_t nwarps = blockDim.x >> 5;
+	const uint32_t q = blockIdx.x / a.G;
+	const uint32_t g = blockIdx.x % a.G;
+	const float *qv = a.queries + (size_t) q * a.W;
+	const float qn = a.qnorm[q];
+
+	gi_topk_init(ts);
+	__syncthreads();
+
+	for (uint32_t p0 = 0; p0 < a.P; p0 += blockDim.x)
+	{
+		uint32_t	p = p0 + tid;
+		uint32_t	first = 0;
+		uint32_t	n = 0;
+		uint32_t	base = 0;
+		uint32_t	pos;
+
+		__syncthreads();		/* total and the scan's storage are reused */
+
+		if (p < a.P)
+		{
+			uint32_t	l = a.probes ? a.probes[(size_t) q * a.P + p] : p;
+			uint32_t	c;
+
+			base = off[l];
+			c = off[l + 1] - base;
+			first = (g + a.G - p % a.G) % a.G;
+			n = first < c ? (c - first + a.G - 1) / a.G : 0;
+		}
+		scan_t(scan_tmp).ExclusiveSum(n, pos);
+		if (tid == blockDim.x - 1)
+			total = pos + n;
+		__syncthreads();
+		for (uint32_t w0 = 0; w0 < total; w0 += GI_CU_SQ)
+		{
+			uint32_t	wlen = total - w0 < GI_CU_SQ ? total - w0 : GI_CU_SQ;
+
+			/* this thread's slabs that fall in the window [w0, w0 + wlen) */
+			for (uint32_t i = pos < w0 ? w0 - pos : 0; i < n && pos + i < w0 + wlen; i++)
+				queue[pos + i - w0] = dir[base + first + i * a.G];
+			__syncthreads();
+			for (uint32_t b = 0; b < wlen; b += nwarps)
+			{
+				uint32_t	i = b + warp;
+
+				if (i < wlen)
+					gi_scan_slab<false>(a, queue[i], q, qv, qn, ts, sd, sk);
+				if (gi_topk_need_flush(ts, a.cap))
+					gi_topk_flush(ts, sd, sk, a.cap, a.k);
+			}
+			__syncthreads();
+		}
+	}
+	gi_scan_finish(a, ts, sd, sk, q, blockIdx.x);
 }
 
 /*
@@ -872,6 +962,52 @@ gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem)
 	return GI_OK;
 }
 
+/*
+ * How the few-query scan finds its slabs (gi_cuda_ivf_set_scan, a test
+ * hook): GI_CU_SCAN_AUTO, GI_CU_SCAN_CHAINS (the chain walk always) or
+ * GI_CU_SCAN_DIR (the directory always, rebuilt whenever stale).
+ * GI_CUDA_IVF_CHAINS=1 in the environment starts it at GI_CU_SCAN_CHAINS.
+ */
+static int	gi_cu_scan_mode = -1;
+
+static int
+gi_cu_ivf_scan_mode(void)
+{
+	if (gi_cu_scan_mode < 0)
+	{
+		const char *e = getenv("GI_CUDA_IVF_CHAINS");
+
+		gi_cu_scan_mode = e != NULL && e[0] == '1' ? GI_CU_SCAN_CHAINS : GI_CU_SCAN_AUTO;
+	}
+	return gi_cu_scan_mode;
+}
+
+extern "C" void
+gi_cuda_ivf_set_scan(int mode)
+{
+	gi_cu_scan_mode = mode;
+}
+
+/*
+ * Whether the few-query scan may take the slab directory: it is brought
+ * up to date when the store did not change since the kind's last search
+ * (a read-mostly store pays for the rebuild once; a store written between
+ * its searches keeps the chain walk and rebuilds nothing).
+ */
+static bool
+gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv)
+{
+	bool		stable = iv->dir_seen && iv->dir_seen_gen == s->gen;
+
+	iv->dir_seen = true;
+	iv->dir_seen_gen = s->gen;
+	if (gi_cu_ivf_scan_mode() == GI_CU_SCAN_CHAINS ||
+		(gi_cu_ivf_scan_mode() == GI_CU_SCAN_AUTO && !stable &&
+		 !(iv->dir.valid && iv->dir.gen == s->gen)))
+		return false;
+	return gi_cu_slabdir_update(s, &iv->dir, s->ss) == GI_OK;
+}
+
 static gi_status
 gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hits,
 		   uint32_t *d_found)
@@ -1003,7 +1139,11 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 		if (st != GI_OK)
 			return st;
 	}
-	gi_k_scan<false><<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+	if (G >= GI_CU_DIR_MIN_GROUPS && gi_cu_ivf_dir_ready(s, iv))
+		gi_k_scan_dir<<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(
+			a, (const uint32_t *) iv->dir.d_dir.p, (const uint32_t *) iv->dir.d_off.p);
+	else
+		gi_k_scan<false><<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
 	GI_CU_TRY(cudaGetLastError());
 	if (G > 1)
 		return gi_cu_merge(s, a, qc, d_hits, d_found);

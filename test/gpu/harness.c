@@ -47,6 +47,7 @@ gi_cuda_set_copy_threads_fn cu_copy_threads;
 gi_cuda_sparse_set_budget_fn cu_sparse_budget;
 gi_cuda_sparse_set_slab_order_fn cu_sparse_slab_order;
 gi_cuda_sparse_profile_fn cu_sparse_profile;
+gi_cuda_ivf_set_scan_fn cu_ivf_scan;
 
 int			checks_failed;
 static int	printed;
@@ -551,6 +552,7 @@ load_module(const char *path)
 	cu_sparse_slab_order =
 		(gi_cuda_sparse_set_slab_order_fn) dlsym(handle, GI_CUDA_SPARSE_SET_SLAB_ORDER);
 	cu_sparse_profile = (gi_cuda_sparse_profile_fn) dlsym(handle, GI_CUDA_SPARSE_PROFILE);
+	cu_ivf_scan = (gi_cuda_ivf_set_scan_fn) dlsym(handle, GI_CUDA_IVF_SET_SCAN);
 	if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||
 		!(C = entry()))
 	{

@@ -467,6 +467,116 @@ out:
 }
 
 /*
+ * Few queries: their probed lists' slabs come from the slab directory,
+ * spread over the groups of each query, or from the chain walk.  Both
+ * against the host, on lists of very different lengths (one list holds
+ * most records, so a group's share passes the slab queue and is scanned in
+ * windows), with deleted records, for each metric; the directory's answer
+ * bitwise equal to the chain walk's; and in the automatic mode the search
+ * after a mutation (chain walk) and the one after it (directory).
+ */
+static void
+test_few_query_dir(void)
+{
+	pair		p;
+	rng			r = {4242};
+	uint32_t	n = (uint32_t) scaled(90000);
+	uint32_t	dim = 20;
+	uint32_t	nl = 48;
+	uint32_t   *lists = malloc(n * sizeof(uint32_t));
+	uint64_t   *keys = malloc(n * sizeof(uint64_t));
+	uint64_t   *dels = malloc(n * sizeof(uint64_t));
+	float	   *pay = malloc((size_t) n * dim * sizeof(float));
+	static const uint32_t shapes[][2] = {{1, 1}, {1, 2}, {1, 13}, {3, 48}, {8, 5}, {2, 48}};
+	static const gi_metric metrics[] = {GI_METRIC_L2, GI_METRIC_IP, GI_METRIC_COSINE};
+	uint32_t	ndel = 0;
+	uint32_t	i;
+
+	memset(&p, 0, sizeof(p));
+	if (self_mode || cu_ivf_scan == NULL)
+	{
+		printf("  (skipped: %s)\n", self_mode ? "self mode" : "no scan hook");
+		goto done;
+	}
+	if (!ivf_pair(&p, nl, dim, 0, &r))
+		goto out;
+	for (i = 0; i < n; i++)
+	{
+		random_vector(&r, pay + (size_t) i * dim, dim, false);
+		/* two thirds in list 0 (about 1,900 slabs), the rest as the centroids say */
+		lists[i] = rbelow(&r, 3) < 2 ? 0 : ivf_nearest_list(&p, pay + (size_t) i * dim);
+		keys[i] = (uint64_t) i * 31 + 5;
+		if (rbelow(&r, 10) == 0)
+			dels[ndel++] = keys[i];
+	}
+	do_insert(&p, n, lists, keys, pay, "few-query fill");
+	do_delete(&p, ndel, dels, "few-query deletes");
+	for (size_t m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++)
+		for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++)
+		{
+			uint32_t	nq = shapes[t][0];
+			uint32_t	probes = shapes[t][1];
+			float	   *qs = ivf_random_queries(&p, &r, nq);
+			char		what[96];
+
+			snprintf(what, sizeof(what), "directory, metric %d", (int) metrics[m]);
+			cu_ivf_scan(GI_CU_SCAN_DIR);
+			ivf_compare_search(&p, metrics[m], nq, qs, probes, 10, what);
+			{
+				gi_hit	   *hd = malloc((size_t) nq * 100 * sizeof(gi_hit));
+				gi_hit	   *hc = malloc((size_t) nq * 100 * sizeof(gi_hit));
+				uint32_t   *fd = malloc(nq * sizeof(uint32_t));
+				uint32_t   *fc = malloc(nq * sizeof(uint32_t));
+				gi_status	sd = ivf_search(C, &p, p.c, metrics[m], nq, qs, probes, 100, hd, fd);
+				gi_status	sc;
+
+				cu_ivf_scan(GI_CU_SCAN_CHAINS);
+				sc = ivf_search(C, &p, p.c, metrics[m], nq, qs, probes, 100, hc, fc);
+				bool		same = sd == GI_OK && sc == GI_OK;
+
+				for (uint32_t q = 0; same && q < nq; q++)
+				{
+					same = fd[q] == fc[q];
+					for (uint32_t h = 0; same && h < fd[q] && h < 100; h++)
+						same = hd[q * 100 + h].key == hc[q * 100 + h].key &&
+							memcmp(&hd[q * 100 + h].distance, &hc[q * 100 + h].distance,
+								   sizeof(float)) == 0;
+				}
+				EXPECT(same, "%s: nq %u probes %u: the directory's hits differ from the chain walk's",
+					   what, nq, probes);
+				free(hd);
+				free(hc);
+				free(fd);
+				free(fc);
+			}
+			free(qs);
+		}
+
+	/* automatic: a mutation, then the chain walk, then the directory */
+	cu_ivf_scan(GI_CU_SCAN_AUTO);
+	for (i = 0; i < 3; i++)
+	{
+		float	   *qs = ivf_random_queries(&p, &r, 2);
+		uint64_t	key = (uint64_t) (n + i) * 31 + 5;
+		uint32_t	list = 0;
+
+		do_insert(&p, 1, &list, &key, pay, "few-query insert");
+		ivf_compare_search(&p, GI_METRIC_L2, 2, qs, 6, 10, "automatic, after a mutation");
+		ivf_compare_search(&p, GI_METRIC_L2, 2, qs, 6, 10, "automatic, unchanged store");
+		free(qs);
+	}
+	compare_contents(&p, "few queries");
+out:
+	cu_ivf_scan(GI_CU_SCAN_AUTO);
+	pair_close(&p);
+done:
+	free(lists);
+	free(keys);
+	free(dels);
+	free(pay);
+}
+
+/*
  * Large batches: lists probed by many queries of a batch are scored in
  * multi-query tiles (cuda_search.cu).  Against the host for each metric, k
  * on both sides of the tile path's bounds, a dimension that is not a
@@ -1083,6 +1193,7 @@ static const test_case ivf_tests[] = {
 	{"random differential, 300 lists", test_diff_many_lists, false},
 	{"random differential, d=128", test_diff_wide, false},
 	{"large k (sort path)", test_large_k, false},
+	{"few queries: slab directory and chain walk", test_few_query_dir, false},
 	{"large batches (multi-query tiles)", test_batch_tiles, false},
 	{"exact distance ties", test_ties, false},
 	{"concurrent search during insert/delete", test_concurrent_stress, false},
