@@ -1193,7 +1193,7 @@ static const test_case ivf_tests[] = {
 	{"random differential, 300 lists", test_diff_many_lists, false},
 	{"random differential, d=128", test_diff_wide, false},
 	{"large k (sort path)", test_large_k, false},
-	{"few queries: slab directory and chain walk", test_few_query_dir, false},
+	{"ivf: few queries, slab directory and chain walk", test_few_query_dir, false},
 	{"large batches (multi-query tiles)", test_batch_tiles, false},
 	{"exact distance ties", test_ties, false},
 	{"concurrent search during insert/delete", test_concurrent_stress, false},
