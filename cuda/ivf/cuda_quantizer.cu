@@ -214,6 +214,63 @@ gi_k_refine(const uint32_t *__restrict__ cand, uint32_t pp, uint32_t P,
 					probes + (size_t) q * P, sm);
 }
 
+/*
+ * Few queries, every list (the direct path): the exact distance of each
+ * (query, list) with one warp a list.  Lanes load 32 dimensions at a time
+ * (coalesced) and form their terms; every lane then adds the 32 terms in
+ * dimension order, so the sum is gi_k_refine's and the host's, operation
+ * for operation, while the loads of many lists are in flight at once.
+ */
+__global__ void __launch_bounds__(256)
+gi_k_refine_all(uint32_t nl, const float *__restrict__ cent, uint32_t W,
+				const float *__restrict__ queries, const double *__restrict__ qnd,
+				const double *__restrict__ cn, int metric, uint64_t *rkey)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	const uint32_t q = blockIdx.y;
+	const uint32_t wpb = blockDim.x >> 5;
+	const float *qv = queries + (size_t) q * W;
+
+	for (uint32_t l = blockIdx.x * wpb + (threadIdx.x >> 5); l < nl; l += gridDim.x * wpb)
+	{
+		const float *c = cent + (size_t) l * W;
+		double		acc = 0.0;
+		double		v;
+
+		for (uint32_t j0 = 0; j0 < W; j0 += 32)
+		{
+			uint32_t	j = j0 + lane;
+			uint32_t	n = W - j0 < 32 ? W - j0 : 32;
+			double		t = 0.0;
+
+			if (j < W)
+			{
+				if (metric == GI_METRIC_L2)
+				{
+					double		d = __dsub_rn((double) c[j], (double) qv[j]);
+
+					t = __dmul_rn(d, d);
+				}
+				else
+					t = __dmul_rn((double) c[j], (double) qv[j]);
+			}
+			for (uint32_t x = 0; x < n; x++)
+				acc = __dadd_rn(acc, __shfl_sync(GI_CU_FULL_MASK, t, x));
+		}
+		if (metric == GI_METRIC_L2)
+			v = acc;
+		else if (metric == GI_METRIC_IP)
+			v = -acc;
+		else if (qnd[q] == 0.0 || cn[l] == 0.0)
+			v = __longlong_as_double(0x7ff0000000000000LL);
+		else
+			v = __dsub_rn(1.0, __ddiv_rn(acc, __dmul_rn(__dsqrt_rn(qnd[q]),
+														 __dsqrt_rn(cn[l]))));
+		if (lane == 0)
+			rkey[(size_t) q * nl + l] = gi_d2ord(gi_rank_double(v));
+	}
+}
+
 /* see cuda_ivf.h */
 gi_status
 gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
@@ -225,8 +282,8 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 	uint32_t	pp = P + GI_CU_MARGIN < nl ? P + GI_CU_MARGIN : nl;
 
 	/*
-	 * Few queries: the refine kernel takes every list in exact arithmetic
-	 * (a block a query), which costs less than the DGEMM's launches.
+	 * Few queries: every list in exact arithmetic (a warp a list), which
+	 * costs less than the DGEMM's launches.
 	 */
 	bool		gemm = pp < nl && qc > GI_CU_COARSE_DIRECT;
 	gi_status	st;
@@ -292,6 +349,20 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) iv->s_gemm.p, nl,
 												  pp, (uint32_t *) iv->s_cand.p);
 		GI_CU_TRY(cudaGetLastError());
+	}
+	else
+	{
+		/* every list of the few queries, a warp a list, then their P best */
+		dim3		grid(gi_cu_div_up(nl, 8), qc);
+
+		gi_k_refine_all<<<grid, 256, 0, s->ss>>>(nl, iv->d_cent, W, (const float *) iv->s_q.p,
+												 (const double *) iv->s_qnd.p, iv->d_cnorm,
+												 (int) metric, (uint64_t *) iv->s_rkey.p);
+		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) iv->s_rkey.p, nl, P,
+												  (uint32_t *) iv->s_probe.p);
+		GI_CU_TRY(cudaGetLastError());
+		*probe_lists = (const uint32_t *) iv->s_probe.p;
+		return GI_OK;
 	}
 	gi_k_refine<<<qc, 256, 0, s->ss>>>(gemm ? (const uint32_t *) iv->s_cand.p : NULL,
 										pp, P, iv->d_cent, W,
