@@ -180,8 +180,9 @@ submit_once(GiCall *call)
 	}
 	if (call->in_size > 0)
 		memcpy(buf, call->in, call->in_size);
-	queue_request(slot, call);
+	/* before: a polling service may take the request at once */
 	t_queued = gi_now_ns();
+	queue_request(slot, call);
 
 	PG_TRY();
 	{
