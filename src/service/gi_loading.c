@@ -230,7 +230,11 @@ gi_load_begin(GiWork *w)
 		gi_store_remove(e);
 		return;
 	}
-	st = gi_shards_create(&e->shards, a->kind, e->summary, &params,
+	/*
+	 * A part store exists to fit a budget: spread, it would need each
+	 * list's least (a slab a list) on every device.
+	 */
+	st = gi_shards_create(&e->shards, a->kind, e->summary, &params, e->key.part == 0,
 						  gi_stores_emptiest_device(), w->buf, slot->in_size);
 	if (st != GI_OK)
 	{

@@ -104,11 +104,11 @@ gi_shards_destroy(GiShards *s)
 
 gi_status
 gi_shards_create(GiShards *s, uint32 kind, const void *summary,
-				 const gi_store_params *params, int device,
+				 const gi_store_params *params, bool spread, int device,
 				 const void *state, Size state_bytes)
 {
 	const GiServiceKind *sk = gi_kind_get(kind);
-	int			n = (sk != NULL && sk->route != NULL) ? gi_ndevices : 1;
+	int			n = (spread && sk != NULL && sk->route != NULL) ? gi_ndevices : 1;
 
 	memset(s, 0, sizeof(*s));
 	s->kind = kind;

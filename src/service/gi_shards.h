@@ -5,7 +5,8 @@
  *		to every shard and their answers merged.
  *
  * A store of a kind that routes (GiServiceKind.route) has one shard on
- * each device; any other store has one shard, on the device it was given.
+ * each device; any other store, and a session's store of a part of an
+ * index (multiple loading), has one shard, on the device it was given.
  * With one device every store has one shard and every call goes straight
  * to it.
  */
@@ -35,13 +36,13 @@ typedef struct GiShards
 
 /*
  * Create the shards of a store of kind (params->memory_limit: what all of
- * them together may hold; 0 = no limit), one per device when the kind
- * routes, else one on device `device`, and hand each the kind's state.
- * On failure nothing is left created.
+ * them together may hold; 0 = no limit), one per device when spread is
+ * asked and the kind routes, else one on device `device`, and hand each
+ * the kind's state.  On failure nothing is left created.
  */
 extern gi_status gi_shards_create(GiShards *s, uint32 kind, const void *summary,
-								  const gi_store_params *params, int device,
-								  const void *state, Size state_bytes);
+								  const gi_store_params *params, bool spread,
+								  int device, const void *state, Size state_bytes);
 extern void gi_shards_destroy(GiShards *s);
 
 /*
