@@ -5,7 +5,8 @@
  *
  * The records of every INSERT and LOAD_CHUNK of a store in a round go to
  * the backend in one store_insert call per shard, the keys of its DELETEs
- * in one store_delete call per shard (gi_shards.c routes them).  While the store loads, both apply gi_loading.c's rule.
+ * in one store_delete call per shard (gi_shards.c routes them).  While the
+ * store loads, both apply gi_loading.c's rule.
  */
 #include "postgres.h"
 
