@@ -35,6 +35,7 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 int			gi_device_choice = GI_DEVICE_AUTO;
+int			gi_devices_wanted = 0;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
 int			gi_search_slice_ms = 1;
@@ -173,6 +174,20 @@ _PG_init(void)
 							 process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+
+	/*
+	 * More devices than the machine has (one GPU holding two, the host
+	 * backend several) make a store's spreading testable on one device.
+	 */
+	DefineCustomIntVariable("gpuindex.devices",
+							"Devices the gpuindex device service spreads every index store over (0: every device the compute backend offers).",
+							"A number above 0 opens that many device objects over the backend's devices in turn, "
+							"so that one GPU (or the host) can hold several of them.",
+							&gi_devices_wanted,
+							0, 0, GI_MAX_DEVICES,
+							process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuindex.memory_limit",
 							"Memory all gpuindex stores together may use, in megabytes (0: no limit).",

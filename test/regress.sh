@@ -2,7 +2,9 @@
 # Run the pg_regress suite (sql/*.sql against expected/*.out) on a
 # temporary instance with gpuindex preloaded.  GPUINDEX_TEST_DEVICE picks
 # the compute backend (cpu by default; the GPU runner passes cuda), so the
-# identical suite checks both.  Usage: test/regress.sh [scratch dir]
+# identical suite checks both; GPUINDEX_TEST_DEVICES sets gpuindex.devices
+# (every store spread over that many devices; default 0: the backend's).
+# Usage: test/regress.sh [scratch dir]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -17,6 +19,7 @@ cp -r "$top/sql" "$top/expected" "$dir/"
 cat >"$dir/extra.conf" <<CONF
 shared_preload_libraries = 'gpuindex'
 gpuindex.device = $GPUINDEX_TEST_DEVICE
+gpuindex.devices = ${GPUINDEX_TEST_DEVICES:-0}
 max_connections = 30
 fsync = off
 CONF

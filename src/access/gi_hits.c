@@ -6,27 +6,15 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/relscan.h"
 
 #include "gi_access.h"
 
-/*
- * qsort comparator of the service's answer order: ascending distance (NaN
- * after every number), then key.
- */
+/* qsort comparator of the service's answer order (gi_hit_order) */
 int
 gi_hit_cmp(const void *a, const void *b)
 {
-	const gi_hit *x = a;
-	const gi_hit *y = b;
-
-	if (isnan(x->distance) != isnan(y->distance))
-		return isnan(x->distance) ? 1 : -1;
-	if (x->distance != y->distance && !isnan(x->distance))
-		return x->distance < y->distance ? -1 : 1;
-	return x->key < y->key ? -1 : x->key > y->key;
+	return gi_hit_order(a, b);
 }
 
 /*

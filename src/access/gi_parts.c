@@ -18,15 +18,13 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 
 #include "gi_access.h"
 #include "gi_shmem.h"
+#include "gi_spread.h"
 
 /* most parts a search is split into before it gives up */
 #define GI_MAX_PARTS	64
@@ -55,9 +53,7 @@ gi_load_note_over_budget(const GiRespArgs *rargs)
 bool
 gi_key_in_load_part(uint64 key)
 {
-	uint32		h = murmurhash32((uint32) key ^ murmurhash32((uint32) (key >> 32)));
-
-	return gi_load_nparts == 0 || h % gi_load_nparts == gi_load_part;
+	return gi_load_nparts == 0 || gi_key_hash(key) % gi_load_nparts == gi_load_part;
 }
 
 const char *
@@ -89,33 +85,6 @@ drop_part_store_at_exit(int code, Datum arg)
 {
 	if (gi_shared != NULL && MyProc != NULL)
 		drop_part_store();
-}
-
-/* merge a part's answer into the answer so far, query by query */
-static void
-merge_answer(gi_hit *hits, uint32 *found, const gi_hit *phits,
-			 const uint32 *pfound, uint32 nq, uint32 k, gi_hit *tmp)
-{
-	for (uint32 q = 0; q < nq; q++)
-	{
-		const gi_hit *a = hits + (Size) q * k;
-		const gi_hit *b = phits + (Size) q * k;
-		uint32		na = found[q];
-		uint32		nb = Min(pfound[q], k);
-		uint32		i = 0,
-					j = 0,
-					n = 0;
-
-		while (n < k && (i < na || j < nb))
-		{
-			if (j >= nb || (i < na && gi_hit_cmp(&a[i], &b[j]) <= 0))
-				tmp[n++] = a[i++];
-			else
-				tmp[n++] = b[j++];
-		}
-		memcpy(hits + (Size) q * k, tmp, n * sizeof(gi_hit));
-		found[q] = n;
-	}
 }
 
 /*
@@ -216,8 +185,8 @@ gi_search_in_parts(Relation index, GiCall *call, GiLoadFn load)
 			fits = search_part(index, call, load, nparts, p, &answer);
 			if (!fits)
 				break;
-			merge_answer(hits, found, (gi_hit *) answer,
-						 gi_search_found(answer, nq, k), nq, k, tmp);
+			gi_hits_merge(hits, found, (gi_hit *) answer,
+						  gi_search_found(answer, nq, k), nq, k, tmp);
 			pfree(answer);
 		}
 		drop_part_store();
@@ -232,14 +201,7 @@ gi_search_in_parts(Relation index, GiCall *call, GiLoadFn load)
 					 errhint("Raise gpuindex.memory_limit (or gpuindex.role_memory_limit).")));
 		nparts *= 2;
 	}
-	/* padding as the service writes it */
-	for (uint32 q = 0; q < nq; q++)
-		for (uint32 i = found[q]; i < k; i++)
-		{
-			hits[(Size) q * k + i].key = 0;
-			hits[(Size) q * k + i].distance = INFINITY;
-			hits[(Size) q * k + i].pad = 0;
-		}
+	gi_hits_pad(hits, found, nq, k);
 	pfree(tmp);
 	elog(DEBUG1, "gpuindex: index \"%s\" searched in %u parts (its store does not fit the memory budget)",
 		 RelationGetRelationName(index), nparts);

@@ -159,6 +159,24 @@ typedef struct gi_hit
 } gi_hit;
 
 /*
+ * The order of every answer: ascending distance, NaN after every number,
+ * then ascending key.  Negative, zero or positive as x comes before, with
+ * or after y.
+ */
+static inline int
+gi_hit_order(const gi_hit *x, const gi_hit *y)
+{
+	bool		xnan = x->distance != x->distance;
+	bool		ynan = y->distance != y->distance;
+
+	if (xnan != ynan)
+		return xnan ? 1 : -1;
+	if (!xnan && x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
  * What a kind adds to the store (the kind's header documents the layouts
  * of its state, search parameters and queries).
  */

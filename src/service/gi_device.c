@@ -163,13 +163,16 @@ close_devices(const gi_backend_ops *ops)
 }
 
 /*
- * Open every device of ops; false with the reason in why when none opens.
- * A device that fails to open is left out with a LOG line.
+ * Open the devices of ops: one object per device it has, or with
+ * gpuindex.devices that many objects over its devices in turn; false with
+ * the reason in why when none opens.  A device that fails to open is left
+ * out with a LOG line.
  */
 static bool
 open_devices(const gi_backend_ops *ops, char *why, size_t whylen)
 {
 	int			count = ops->device_count ? ops->device_count() : 1;
+	int			wanted = gi_devices_wanted > 0 ? gi_devices_wanted : count;
 
 	if (count <= 0)
 	{
@@ -178,10 +181,11 @@ open_devices(const gi_backend_ops *ops, char *why, size_t whylen)
 	}
 	if (gi_devices)
 		pfree(gi_devices);
-	gi_devices = MemoryContextAllocZero(TopMemoryContext, sizeof(GiDevice) * count);
+	gi_devices = MemoryContextAllocZero(TopMemoryContext, sizeof(GiDevice) * wanted);
 	gi_ndevices = 0;
-	for (int ordinal = 0; ordinal < count; ordinal++)
+	for (int i = 0; i < wanted; i++)
 	{
+		int			ordinal = i % count;
 		GiDevice   *d = &gi_devices[gi_ndevices];
 		gi_status	st = ops->device_open(ordinal, &d->dev);
 
@@ -283,6 +287,6 @@ gi_device_init(void)
 	}
 	for (int i = 0; i < gi_ndevices; i++)
 		ereport(LOG,
-				(errmsg("gpuindex device service: backend \"%s\" on %s (device %d)",
-						gi_ops->name, gi_devices[i].name, gi_devices[i].ordinal)));
+				(errmsg("gpuindex device service: backend \"%s\" on %s (device %d of the service: the backend's device %d)",
+						gi_ops->name, gi_devices[i].name, i, gi_devices[i].ordinal)));
 }

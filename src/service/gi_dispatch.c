@@ -96,10 +96,12 @@ handle_service_info(GiWork *w)
 	gi_reply(w, GI_REPLY_OK);
 }
 
+/* a store's row (shard -1: its shards summed), or one shard's */
 static void
-stat_row(GiStoreEntry *e, GiStoreStatRow *row)
+stat_row(GiStoreEntry *e, int shard, GiStoreStatRow *row)
 {
 	const GiServiceKind *kind = gi_kind_get(e->kind);
+	const GiShard *sh = e->shards.n > 0 ? &e->shards.shard[Max(shard, 0)] : NULL;
 
 	memset(row, 0, sizeof(*row));
 	row->key = e->key;
@@ -107,11 +109,16 @@ stat_row(GiStoreEntry *e, GiStoreStatRow *row)
 	strlcpy(row->kind, kind ? kind->name : "unknown", sizeof(row->kind));
 	row->ready = e->ready;
 	strlcpy(row->backend, gi_ops->name, sizeof(row->backend));
-	row->device = gi_devices[e->device].ordinal;
+	row->service_device = sh ? sh->device : 0;
+	row->device = gi_devices[row->service_device].ordinal;
+	row->shard = sh ? shard : -1;
+	row->shards = e->shards.n;
 	if (kind && e->summary)
 		kind->describe(e->summary, &row->dim, row->metric, sizeof(row->metric));
-	if (e->store)
-		(void) gi_ops->store_stats(e->store, &row->st);
+	if (shard < 0)
+		gi_shards_stats(&e->shards, &row->st);
+	else if (sh)
+		(void) gi_shard_stats(sh, &row->st);
 	row->searches = e->searches;
 	row->search_batches = e->search_batches;
 	row->insert_requests = e->insert_requests;
@@ -121,25 +128,36 @@ stat_row(GiStoreEntry *e, GiStoreStatRow *row)
 	row->loads = e->loads;
 }
 
+/* a row per store, or with GI_STATS_SHARDS per shard */
 static void
 handle_stats(GiWork *w)
 {
-	Size		need = gi_store_count() * sizeof(GiStoreStatRow);
+	bool		per_shard = (w->slot->args.flags & GI_STATS_SHARDS) != 0;
 	GiStoreStatRow *row = (GiStoreStatRow *) w->buf;
 	HASH_SEQ_STATUS status;
 	GiStoreEntry *e;
+	uint64		nrows = 0;
 
-	if (need > w->slot->capacity)
+	gi_stores_seq_init(&status);
+	while ((e = hash_seq_search(&status)) != NULL)
+		nrows += per_shard ? Max(e->shards.n, 1) : 1;
+	if (nrows * sizeof(GiStoreStatRow) > w->slot->capacity)
 	{
-		w->slot->rargs.out_needed = need;
+		w->slot->rargs.out_needed = nrows * sizeof(GiStoreStatRow);
 		gi_reply(w, GI_REPLY_TOO_SMALL);
 		return;
 	}
 	gi_stores_seq_init(&status);
 	while ((e = hash_seq_search(&status)) != NULL)
-		stat_row(e, row++);
-	w->slot->rargs.count = gi_store_count();
-	w->slot->rargs.out_size = need;
+	{
+		if (!per_shard)
+			stat_row(e, -1, row++);
+		else
+			for (int j = 0; j < Max(e->shards.n, 1); j++)
+				stat_row(e, j, row++);
+	}
+	w->slot->rargs.count = nrows;
+	w->slot->rargs.out_size = nrows * sizeof(GiStoreStatRow);
 	gi_reply(w, GI_REPLY_OK);
 }
 

@@ -219,7 +219,6 @@ gi_load_begin(GiWork *w)
 	e->kind = a->kind;
 	e->owner = a->owner;
 	e->summary = summary;
-	e->device = gi_stores_emptiest_device();
 
 	memset(&params, 0, sizeof(params));
 	params.nlists = ks.nlists;
@@ -231,10 +230,12 @@ gi_load_begin(GiWork *w)
 		gi_store_remove(e);
 		return;
 	}
-	params.device = gi_devices[e->device].dev;
-	st = gi_ops->store_create(&params, &e->store);
-	if (st == GI_OK && kops->set_state)
-		st = kops->set_state(e->store, w->buf, slot->in_size);
+	/*
+	 * A part store exists to fit a budget: spread, it would need each
+	 * list's least (a slab a list) on every device.
+	 */
+	st = gi_shards_create(&e->shards, a->kind, e->summary, &params, e->key.part == 0,
+						  gi_stores_emptiest_device(), w->buf, slot->in_size);
 	if (st != GI_OK)
 	{
 		e->relfilenode = a->relfilenode;

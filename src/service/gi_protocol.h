@@ -33,7 +33,8 @@ typedef enum GiReqType
 	GI_REQ_NONE = 0,
 	GI_REQ_PING,				/* empty round trip */
 	GI_REQ_SERVICE_INFO,		/* out: GiServiceInfo */
-	GI_REQ_STATS,				/* out: GiStoreStatRow[count] */
+	GI_REQ_STATS,				/* out: GiStoreStatRow[count]; one per store,
+								 * or per shard with GI_STATS_SHARDS */
 	GI_REQ_LOAD_BEGIN,			/* args: kind; in: the kind's state (IVF: a
 								 * gi_ivf_state); starts (re)loading a store */
 	GI_REQ_LOAD_CHUNK,			/* in: records (GiRecordsLayout) */
@@ -140,6 +141,9 @@ typedef struct GiReqArgs
 /* SEARCH: the compute backend times its stages (gpuindex.trace_stages) */
 #define GI_REQ_TRACE		1
 
+/* STATS: a row per shard of each store instead of one per store */
+#define GI_STATS_SHARDS		2
+
 /* the kind's (or job's) argument struct inside a GiReqArgs */
 #define GI_KARGS(args, type) \
 	(StaticAssertExpr(sizeof(type) <= GI_KARGS_BYTES, "kind arguments too large"), \
@@ -213,7 +217,11 @@ typedef struct GiServiceInfo
 	uint64		requests_by_type[GI_REQ_NTYPES];
 } GiServiceInfo;
 
-/* GI_REQ_STATS answer row, one per store */
+/*
+ * GI_REQ_STATS answer row, one per store (st: its shards' summed, lists:
+ * each shard's; device: its first shard's) or one per shard (st: that
+ * shard's)
+ */
 typedef struct GiStoreStatRow
 {
 	GiStoreKey	key;
@@ -221,7 +229,10 @@ typedef struct GiStoreStatRow
 	char		kind[16];		/* the kind's name */
 	bool		ready;			/* false while loading */
 	char		backend[16];
-	int32		device;			/* ordinal of the device it lives on */
+	int32		device;			/* the backend's ordinal of the device */
+	int32		service_device; /* the service's number of it (gi_devices) */
+	int32		shard;			/* per shard: which; -1 in a store's row */
+	uint32		shards;			/* how many the store has */
 	uint32		dim;			/* the kind's dimension; 0: none */
 	char		metric[16];		/* the kind's metric; "": none */
 	gi_store_stats st;

@@ -7,18 +7,18 @@
  * requests with the same k and key become one call of the backend's
  * search for that kind over their concatenated queries.  That is how many
  * single-row "ORDER BY ... LIMIT k" scans from different sessions reach
- * the device as one batched kernel launch.  A request whose queries would
- * take longer than gpuindex.search_slice_ms (at the store's recent cost
- * per query) is searched a slice of queries per round instead, so that
- * other sessions' requests are served in between and a cancelled batch
- * stops within a slice (docs/service.md).
+ * the device as one batched kernel launch (one per shard of a store
+ * spread over several devices, whose answers gi_shards.c merges).  A
+ * request whose queries would take longer than gpuindex.search_slice_ms
+ * (at the store's recent cost per query) is searched a slice of queries
+ * per round instead, so that other sessions' requests are served in
+ * between and a cancelled batch stops within a slice (docs/service.md).
  */
 #include "postgres.h"
 
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "gi_device.h"
 #include "gi_kind.h"
 #include "gi_service.h"
 #include "gi_store_requests.h"
@@ -140,12 +140,11 @@ static void
 note_times(GiStoreEntry *e, GiWork **group, int n, uint64 t0, uint64 t1, bool traced,
 		   bool first)
 {
-	const gi_kind_ops *kops = gi_ops->kinds[e->kind];
 	gi_stage_time stages[GI_MAX_STAGES];
 	uint32		nstages = 0;
 
-	if (traced && kops->last_stages != NULL)
-		nstages = kops->last_stages(e->store, stages, GI_MAX_STAGES);
+	if (traced)
+		nstages = gi_shards_last_stages(&e->shards, stages, GI_MAX_STAGES);
 	for (int i = 0; i < n; i++)
 	{
 		GiRespArgs *r = &group[i]->slot->rargs;
@@ -168,7 +167,7 @@ note_times(GiStoreEntry *e, GiWork **group, int n, uint64 t0, uint64 t1, bool tr
 static bool
 traced(GiStoreEntry *e, GiWork **group, int n)
 {
-	if (gi_ops->kinds[e->kind]->time_stages == NULL)
+	if (!gi_shards_can_time(&e->shards))
 		return false;
 	for (int i = 0; i < n; i++)
 		if (group[i]->slot->args.flags & GI_REQ_TRACE)
@@ -196,8 +195,8 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	*found = palloc_extended((Size) nq * sizeof(uint32), MCXT_ALLOC_HUGE);
 	if (gi_search_slice_ms > 0)
 		t0 = GetCurrentTimestamp();
-	st = gi_ops->kinds[e->kind]->search(e->store, params.bytes, nq, queries, query_bytes, k,
-										*hits, *found);
+	st = gi_shards_search(&e->shards, params.bytes, nq, queries, query_bytes, k,
+						  *hits, *found);
 	*us = 0;
 	if (gi_search_slice_ms > 0)
 	{
@@ -260,12 +259,12 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 
 	trace = traced(e, group, n);
 	if (trace)
-		gi_ops->kinds[e->kind]->time_stages(e->store, true);
+		gi_shards_time_stages(&e->shards, true);
 	t0 = gi_now_ns();
 	st = backend_search(e, kind, reqs, n, (uint32) nq, k, &hits, &found, &us);
 	note_times(e, group, n, t0, gi_now_ns(), trace, true);
 	if (trace)
-		gi_ops->kinds[e->kind]->time_stages(e->store, false);
+		gi_shards_time_stages(&e->shards, false);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -320,12 +319,12 @@ search_slice(GiStoreEntry *e, const GiServiceKind *kind, GiWork *w)
 	ks.query_bytes = kind->queries_size(e->summary, ks.queries, cnt);
 	trace = traced(e, &w, 1);
 	if (trace)
-		gi_ops->kinds[e->kind]->time_stages(e->store, true);
+		gi_shards_time_stages(&e->shards, true);
 	t0 = gi_now_ns();
 	st = backend_search(e, kind, &ks, 1, cnt, k, &hits, &found, &us);
 	note_times(e, &w, 1, t0, gi_now_ns(), trace, w->sliced_done == 0);
 	if (trace)
-		gi_ops->kinds[e->kind]->time_stages(e->store, false);
+		gi_shards_time_stages(&e->shards, false);
 	if (st != GI_OK)
 	{
 		gi_reply_status(w, st);

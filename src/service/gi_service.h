@@ -24,6 +24,11 @@ typedef enum GiDeviceChoice
 } GiDeviceChoice;
 
 extern int	gi_device_choice;
+
+/* gpuindex.devices: 0, or how many device objects the service opens */
+extern int	gi_devices_wanted;
+
+#define GI_MAX_DEVICES 64
 extern int	gi_memory_limit_mb;
 extern int	gi_role_memory_limit_mb;
 extern int	gi_batch_linger_us;

@@ -1,7 +1,7 @@
 /*
  * gi_sql.c
  *		SQL functions that talk to the device service: ping, service info,
- *		per-store statistics.
+ *		per-store and per-shard statistics.
  */
 #include "postgres.h"
 
@@ -20,6 +20,7 @@ PG_FUNCTION_INFO_V1(gpuindex_ping);
 PG_FUNCTION_INFO_V1(gpuindex_ping_bench);
 PG_FUNCTION_INFO_V1(gpuindex_service);
 PG_FUNCTION_INFO_V1(gpuindex_store_stats);
+PG_FUNCTION_INFO_V1(gpuindex_store_shards);
 
 /* one empty round trip through the service */
 Datum
@@ -105,39 +106,55 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/* the service's statistics rows (GI_STATS_SHARDS in flags: per shard) */
+static GiStoreStatRow *
+fetch_stats(uint32 flags, uint64 *count)
+{
+	GiCall		call;
+
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_STATS;
+	call.args.flags = flags;
+	call.out_capacity = 64 * sizeof(GiStoreStatRow);
+	gi_call(&call);
+	*count = call.rargs.count;
+	return (GiStoreStatRow *) call.out;
+}
+
+/* the row's database, index and index name (this database's only) */
+static int
+stat_names(const GiStoreStatRow *r, Datum *values, bool *nulls)
+{
+	char	   *relname = NULL;
+	int			c = 0;
+
+	if (r->key.dbid == MyDatabaseId)
+		relname = get_rel_name(r->key.relid);
+	values[c++] = ObjectIdGetDatum(r->key.dbid);
+	values[c++] = ObjectIdGetDatum(r->key.relid);
+	if (relname)
+		values[c++] = CStringGetTextDatum(relname);
+	else
+		nulls[c++] = true;
+	return c;
+}
+
 Datum
 gpuindex_store_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	GiCall		call;
 	GiStoreStatRow *rows;
+	uint64		count;
 
 	InitMaterializedSRF(fcinfo, 0);
-
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_STATS;
-	call.out_capacity = 64 * sizeof(GiStoreStatRow);
-	gi_call(&call);
-	rows = (GiStoreStatRow *) call.out;
-
-	for (uint64 i = 0; i < call.rargs.count; i++)
+	rows = fetch_stats(0, &count);
+	for (uint64 i = 0; i < count; i++)
 	{
 		GiStoreStatRow *r = &rows[i];
 		Datum		values[22];
 		bool		nulls[22] = {0};
-		char	   *relname = NULL;
-		int			c = 0;
+		int			c = stat_names(r, values, nulls);
 
-		/* names resolve only for this database's indexes */
-		if (r->key.dbid == MyDatabaseId)
-			relname = get_rel_name(r->key.relid);
-
-		values[c++] = ObjectIdGetDatum(r->key.dbid);
-		values[c++] = ObjectIdGetDatum(r->key.relid);
-		if (relname)
-			values[c++] = CStringGetTextDatum(relname);
-		else
-			nulls[c++] = true;
 		values[c++] = ObjectIdGetDatum(r->relfilenode);
 		values[c++] = CStringGetTextDatum(r->kind);
 		values[c++] = CStringGetTextDatum(r->backend);
@@ -167,6 +184,41 @@ gpuindex_store_stats(PG_FUNCTION_ARGS)
 		values[c++] = Float8GetDatum(r->search_batches ? (double) r->searches / r->search_batches : 0.0);
 		values[c++] = Int64GetDatum((int64) r->loads);
 		values[c++] = Int32GetDatum(r->device);
+		Assert(c == lengthof(values));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* a row per shard of each store: where its records are */
+Datum
+gpuindex_store_shards(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GiStoreStatRow *rows;
+	uint64		count;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rows = fetch_stats(GI_STATS_SHARDS, &count);
+	for (uint64 i = 0; i < count; i++)
+	{
+		GiStoreStatRow *r = &rows[i];
+		Datum		values[15];
+		bool		nulls[15] = {0};
+		int			c = stat_names(r, values, nulls);
+
+		values[c++] = Int32GetDatum(r->shard);
+		values[c++] = Int32GetDatum((int32) r->shards);
+		values[c++] = Int32GetDatum(r->service_device);
+		values[c++] = Int32GetDatum(r->device);
+		values[c++] = Int64GetDatum((int64) r->st.lists);
+		values[c++] = Int64GetDatum((int64) r->st.rows);
+		values[c++] = Int64GetDatum((int64) r->st.keys);
+		values[c++] = Int64GetDatum((int64) r->st.slabs_used);
+		values[c++] = Int64GetDatum((int64) r->st.bytes);
+		values[c++] = Int64GetDatum((int64) r->st.payload_bytes);
+		values[c++] = Int64GetDatum((int64) r->st.inserts);
+		values[c++] = Int64GetDatum((int64) r->st.deletes);
 		Assert(c == lengthof(values));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -6,7 +6,7 @@
  * was loaded from so that REINDEX and TRUNCATE, which give the index new
  * pages, are noticed on the next request.  Lives in the service's
  * TopMemoryContext; the stores themselves are allocated by the backend
- * (host memory or device memory) on the entry's device.
+ * (host memory or device memory) on their shards' devices.
  */
 #include "postgres.h"
 
@@ -73,9 +73,8 @@ gi_store_remove(GiStoreEntry *entry)
 {
 	GiStoreKey	key = entry->key;
 
-	if (entry->store && gi_ops)
-		gi_ops->store_destroy(entry->store);
-	entry->store = NULL;
+	if (gi_ops)
+		gi_shards_destroy(&entry->shards);
 	if (entry->summary)
 		pfree(entry->summary);
 	if (entry->touched)
@@ -178,11 +177,7 @@ gi_stores_seq_init(HASH_SEQ_STATUS *status)
 static uint64
 store_bytes(GiStoreEntry *e)
 {
-	gi_store_stats st;
-
-	if (e->store && gi_ops->store_stats(e->store, &st) == GI_OK)
-		return st.bytes;
-	return 0;
+	return gi_shards_bytes(&e->shards);
 }
 
 uint64
@@ -211,8 +206,13 @@ gi_stores_emptiest_device(void)
 	bytes = palloc0(sizeof(uint64) * gi_ndevices);
 	hash_seq_init(&status, gi_stores);
 	while ((e = hash_seq_search(&status)) != NULL)
-		if (e->device >= 0 && e->device < gi_ndevices)
-			bytes[e->device] += store_bytes(e);
+		for (int j = 0; j < e->shards.n; j++)
+		{
+			gi_store_stats st;
+
+			if (gi_shard_stats(&e->shards.shard[j], &st))
+				bytes[e->shards.shard[j].device] += st.bytes;
+		}
 	for (int i = 1; i < gi_ndevices; i++)
 		if (bytes[i] < bytes[best])
 			best = i;

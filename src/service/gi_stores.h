@@ -3,9 +3,9 @@
  *		The device service's registry of index stores.
  *
  * An entry is the same for every store kind: the store's generic
- * parameters, its device, the kind's summary (an opaque prefix of the
- * state it was loaded with), the loading state and the counters of
- * gpuindex_stats.
+ * parameters, its shards (one backend store per device, gi_shards.h), the
+ * kind's summary (an opaque prefix of the state it was loaded with), the
+ * loading state and the counters of gpuindex_stats.
  */
 #ifndef GI_STORES_H
 #define GI_STORES_H
@@ -16,6 +16,7 @@
 #include "utils/hsearch.h"
 
 #include "gi_protocol.h"
+#include "gi_shards.h"
 
 typedef struct GiStoreEntry
 {
@@ -26,9 +27,8 @@ typedef struct GiStoreEntry
 	Oid			owner;			/* the index's owner when it was loaded */
 	uint32		nlists;
 	uint32		record_bytes;
-	int			device;			/* index in gi_devices */
 	void	   *summary;		/* the kind's, see GiKindStore */
-	gi_store   *store;
+	GiShards	shards;			/* the store: one per device, or one */
 	uint64		synced_lsn;		/* loaded on a hot standby: the WAL replay
 								 * position the store covers; 0 elsewhere */
 
@@ -70,7 +70,7 @@ extern void gi_stores_seq_init(HASH_SEQ_STATUS *status);
 /* bytes held by all stores */
 extern uint64 gi_stores_bytes(void);
 
-/* the device (index in gi_devices) whose stores hold the fewest bytes */
+/* the device (index in gi_devices) whose stores' shards hold the fewest bytes */
 extern int	gi_stores_emptiest_device(void);
 
 /*

@@ -4,12 +4,12 @@
  *		backend call each per round.
  *
  * The records of every INSERT and LOAD_CHUNK of a store in a round go to
- * the backend in one store_insert call, the keys of its DELETEs in one
- * store_delete call.  While the store loads, both apply gi_loading.c's rule.
+ * the backend in one store_insert call per shard, the keys of its DELETEs
+ * in one store_delete call per shard (gi_shards.c routes them).  While the
+ * store loads, both apply gi_loading.c's rule.
  */
 #include "postgres.h"
 
-#include "gi_device.h"
 #include "gi_store_requests.h"
 
 /* a records payload that fits the store; false after answering */
@@ -47,7 +47,6 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 	uint64		pos = 0;
 	uint64		ninserted = 0;
 	gi_status	st;
-	const gi_kind_ops *kops;
 	int			nvalid = 0;
 
 	for (int i = 0; i < ngroup; i++)
@@ -91,14 +90,8 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 
 	if (pos > 0)
 	{
-		if (gi_ops->store_set_limit)
-			gi_ops->store_set_limit(e->store, gi_store_budget(e));
-		st = gi_ops->store_insert(e->store, (uint32) pos, lists, keys, payloads,
-								  &ninserted);
-		/* also after a failure: the records before it stay inserted */
-		kops = gi_ops->kinds[e->kind];
-		if (kops != NULL && kops->inserted != NULL)
-			kops->inserted(e->store, (uint32) pos, lists, payloads);
+		st = gi_shards_insert(&e->shards, gi_store_budget(e), (uint32) pos, lists, keys,
+							  payloads, &ninserted);
 		if (st != GI_OK)
 		{
 			bool		over = false;
@@ -168,7 +161,7 @@ gi_delete_group(GiStoreEntry *e, GiWork **group, int ngroup)
 		pos += w->slot->args.n;
 	}
 	gi_load_touch(e, keys, (uint32) total);
-	st = gi_ops->store_delete(e->store, (uint32) total, keys, &ndeleted);
+	st = gi_shards_delete(&e->shards, (uint32) total, keys, &ndeleted);
 	for (int i = 0; i < nvalid; i++)
 	{
 		if (st != GI_OK)

@@ -624,7 +624,7 @@ main(int argc, char **argv)
 	const char *sc = getenv("GI_TEST_SCALE");
 	bool		no_oom = getenv("GI_TEST_NO_OOM") != NULL;
 	const test_suite *suites[] = {&store_suite, &ivf_suite, &postings_suite, &kmeans_suite,
-		&sparse_suite, &ivfpq_suite};
+		&sparse_suite, &ivfpq_suite, &spread_suite};
 	size_t		i;
 
 	if (sc)

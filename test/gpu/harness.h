@@ -173,6 +173,7 @@ extern const test_suite postings_suite;
 extern const test_suite kmeans_suite;
 extern const test_suite sparse_suite;
 extern const test_suite ivfpq_suite;
+extern const test_suite spread_suite;
 
 /*
  * The IVF kind of the harness (test_ivf.c), for the store tests that

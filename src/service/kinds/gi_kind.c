@@ -1,8 +1,11 @@
 /*
  * gi_kind.c
- *		The registry of store kinds the device service knows.
+ *		The registry of store kinds the device service knows, and the
+ *		routings the kinds choose from.
  */
 #include "postgres.h"
+
+#include "utils/memutils.h"
 
 #include "gi_kind.h"
 
@@ -43,4 +46,30 @@ gi_kind_concat_queries(const GiKindSearch *reqs, int n, Size *query_bytes)
 		total += reqs[i].query_bytes;
 	}
 	return queries;
+}
+
+void
+gi_route_by_list(GiShardMap *map, uint32 n, const uint32 *lists, uint32 *shards)
+{
+	if (lists == NULL)
+	{
+		for (uint32 i = 0; i < n; i++)
+			shards[i] = GI_SHARD_ALL;
+		return;
+	}
+	if (map->list_owner == NULL)
+	{
+		map->list_owner = MemoryContextAllocHuge(TopMemoryContext,
+												 (Size) map->nlists * sizeof(uint32));
+		memset(map->list_owner, 0xFF, (Size) map->nlists * sizeof(uint32));
+	}
+	for (uint32 i = 0; i < n; i++)
+		shards[i] = gi_list_shard(map->list_owner, map->records, map->nshards, lists[i]);
+}
+
+void
+gi_route_by_key(GiShardMap *map, uint32 n, const uint64 *keys, uint32 *shards)
+{
+	for (uint32 i = 0; i < n; i++)
+		shards[i] = gi_key_shard(keys[i], map->nshards);
 }

@@ -6,8 +6,9 @@
  * every kind; what a kind adds lives in one file of src/service/kinds/
  * that fills a GiServiceKind and registers it from _PG_init: how its
  * LOAD_BEGIN state is checked and what store it asks for, how its search
- * requests are checked, grouped and merged, and what gpuindex_stats shows
- * of it.  The backend side of a kind is gi_backend_ops.kinds[kind].
+ * requests are checked, grouped and merged, how its records are routed
+ * when a store is spread over several devices, and what gpuindex_stats
+ * shows of it.  The backend side of a kind is gi_backend_ops.kinds[kind].
  */
 #ifndef GI_KIND_H
 #define GI_KIND_H
@@ -15,6 +16,7 @@
 #include "postgres.h"
 
 #include "gi_protocol.h"
+#include "gi_spread.h"
 
 /* a search request as a kind sees it */
 typedef struct GiKindSearch
@@ -23,6 +25,20 @@ typedef struct GiKindSearch
 	const void *queries;		/* the payload */
 	Size		query_bytes;
 } GiKindSearch;
+
+/*
+ * How a store spread over several devices routes records to its shards
+ * (gi_shards.c keeps one per store).  The kinds fill it only through
+ * gi_route_by_list and gi_route_by_key below.
+ */
+typedef struct GiShardMap
+{
+	uint32		nshards;
+	uint32		nlists;
+	uint32	   *list_owner;		/* by list: each list's shard (GI_NIL: none
+								 * yet); NULL until a record is routed so */
+	uint64	   *records;		/* records routed to each shard */
+} GiShardMap;
 
 /* what a kind's state asks of the store it is loaded into */
 typedef struct GiKindStore
@@ -71,6 +87,20 @@ typedef struct GiServiceKind
 	 */
 	Size		(*queries_size) (const void *summary, const char *queries, uint32 n);
 
+	/*
+	 * A store spread over several devices (map->nshards > 1): the shard
+	 * each of n records goes to, into shards[n].  With lists, the records
+	 * of an INSERT or LOAD_CHUNK; with lists NULL, the keys of a DELETE,
+	 * where GI_SHARD_ALL says that the key's records may be on any shard
+	 * (each shard is then asked; one that lacks the key ignores it).  The
+	 * kind must route so that a search on every shard, merged by
+	 * (distance, key), is the one store's search: every record a key is
+	 * scored with on one shard, and a key's records always to the same
+	 * shard.  Routing the same record twice must give the same shard.
+	 */
+	void		(*route) (const void *summary, GiShardMap *map, uint32 n,
+						  const uint64 *keys, const uint32 *lists, uint32 *shards);
+
 	/* gpuindex_stats: the store's dimension (0: none) and metric ("": none) */
 	void		(*describe) (const void *summary, uint32 *dim, char *metric,
 							 Size metric_len);
@@ -88,6 +118,17 @@ extern const GiServiceKind *gi_kind_get(uint32 kind);
  */
 extern const void *gi_kind_concat_queries(const GiKindSearch *reqs, int n,
 										  Size *query_bytes);
+
+/*
+ * For route: every record of a list on one shard, the lists placed as they
+ * come to the shard with the fewest records so far (gi_list_shard); or
+ * every record of a key on one shard, by a hash of the key (gi_key_shard).
+ * Deletes (lists NULL) by list go to every shard.
+ */
+extern void gi_route_by_list(GiShardMap *map, uint32 n, const uint32 *lists,
+							 uint32 *shards);
+extern void gi_route_by_key(GiShardMap *map, uint32 n, const uint64 *keys,
+							uint32 *shards);
 
 /* the kinds the service knows */
 extern const GiServiceKind gi_kind_ivf;

@@ -7,7 +7,9 @@
  * backend keeps from set_state on; the service keeps only its header.
  * A search carries gi_ivf_search_params in kargs and n * dim floats;
  * searches of a store with the same k and the same number of probed lists
- * are merged.
+ * are merged.  Spread over several devices, a store keeps each list whole
+ * on one shard (every shard has all centroids): a search probes the same
+ * lists everywhere and each shard scans those it holds.
  *
  * The IVF-PQ kind (gi_kind_ivfpq.h) has the same lists, queries and search
  * parameters; only its state (centroids and codebooks) and records
@@ -165,6 +167,14 @@ ivf_queries_size(const void *summary, const char *queries, uint32 n)
 	return (Size) n * st->dim * sizeof(float);
 }
 
+/* a list's records on one shard: a search scans the probed lists each owns */
+static void
+ivf_route(const void *summary, GiShardMap *map, uint32 n, const uint64 *keys,
+		  const uint32 *lists, uint32 *shards)
+{
+	gi_route_by_list(map, n, lists, shards);
+}
+
 static void
 ivf_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
 {
@@ -182,6 +192,7 @@ const GiServiceKind gi_kind_ivf = {
 	.check_search = ivf_check_search,
 	.merge_search = ivf_merge_search,
 	.queries_size = ivf_queries_size,
+	.route = ivf_route,
 	.describe = ivf_describe,
 };
 
@@ -192,5 +203,6 @@ const GiServiceKind gi_kind_ivfpq = {
 	.check_search = ivf_check_search,
 	.merge_search = ivf_merge_search,
 	.queries_size = ivf_queries_size,
+	.route = ivf_route,
 	.describe = ivf_describe,
 };

@@ -8,7 +8,9 @@
  * service keeps.  A search carries gi_sparse_search_params in kargs and
  * its queries packed back to back; this file checks that the sizes add
  * up (the backend checks the terms).  Searches of a store with the same k
- * and method are merged by concatenating their queries.
+ * and method are merged by concatenating their queries.  Spread over
+ * several devices, a store keeps each document whole on one shard, chosen
+ * by a hash of its key.
  */
 #include "postgres.h"
 
@@ -112,6 +114,14 @@ sparse_queries_size(const void *summary, const char *queries, uint32 n)
 	return at;
 }
 
+/* a document's records on one shard, so that its score is complete there */
+static void
+sparse_route(const void *summary, GiShardMap *map, uint32 n, const uint64 *keys,
+			 const uint32 *lists, uint32 *shards)
+{
+	gi_route_by_key(map, n, keys, shards);
+}
+
 static void
 sparse_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
 {
@@ -128,5 +138,6 @@ const GiServiceKind gi_kind_sparse = {
 	.check_search = sparse_check_search,
 	.merge_search = sparse_merge_search,
 	.queries_size = sparse_queries_size,
+	.route = sparse_route,
 	.describe = sparse_describe,
 };

@@ -1,0 +1,336 @@
+/*
+ * gi_shards.c
+ *		A store spread over the service's devices: creating its shards,
+ *		routing its writes, fanning its searches out and merging the
+ *		answers.
+ *
+ * The store's kind decides where a record goes (GiServiceKind.route):
+ * IVF kinds keep each list whole on one shard, posting kinds each key.
+ * Either way a search on every shard with the same parameters, merged by
+ * (distance, key), is the search of one store holding every record
+ * (docs/architecture.md, "Several devices").  A delete goes to the shard
+ * the kind names, or to every shard when the kind cannot tell from the key
+ * alone; a shard ignores keys it does not hold.
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "gi_device.h"
+#include "gi_shards.h"
+
+static const gi_kind_ops *
+kind_ops(const GiShards *s)
+{
+	return gi_ops->kinds[s->kind];
+}
+
+bool
+gi_shard_stats(const GiShard *sh, gi_store_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	return sh->store != NULL && gi_ops->store_stats(sh->store, out) == GI_OK;
+}
+
+void
+gi_shards_stats(const GiShards *s, gi_store_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int j = 0; j < s->n; j++)
+	{
+		gi_store_stats st;
+
+		if (!gi_shard_stats(&s->shard[j], &st))
+			continue;
+		out->lists = Max(out->lists, st.lists);
+		out->rows += st.rows;
+		out->keys += st.keys;
+		out->slabs_used += st.slabs_used;
+		out->slabs_free += st.slabs_free;
+		out->slabs_total += st.slabs_total;
+		out->bytes += st.bytes;
+		out->payload_bytes += st.payload_bytes;
+		out->inserts += st.inserts;
+		out->deletes += st.deletes;
+	}
+}
+
+uint64
+gi_shards_bytes(const GiShards *s)
+{
+	uint64		bytes = 0;
+
+	for (int j = 0; j < s->n; j++)
+	{
+		gi_store_stats st;
+
+		if (gi_shard_stats(&s->shard[j], &st))
+			bytes += st.bytes;
+	}
+	return bytes;
+}
+
+/*
+ * The limit of shard j when all shards together may hold budget bytes: its
+ * own bytes and what the others leave (never 0, which means no limit).
+ */
+static uint64
+shard_limit(const GiShards *s, int j, uint64 budget)
+{
+	uint64		total;
+	gi_store_stats st;
+
+	if (budget == 0 || s->n == 1)
+		return budget;
+	total = gi_shards_bytes(s);
+	(void) gi_shard_stats(&s->shard[j], &st);
+	return Max(st.bytes + (budget > total ? budget - total : 0), 1);
+}
+
+void
+gi_shards_destroy(GiShards *s)
+{
+	for (int j = 0; j < s->n; j++)
+		if (s->shard[j].store != NULL)
+			gi_ops->store_destroy(s->shard[j].store);
+	if (s->shard)
+		pfree(s->shard);
+	if (s->map.list_owner)
+		pfree(s->map.list_owner);
+	if (s->map.records)
+		pfree(s->map.records);
+	memset(s, 0, sizeof(*s));
+}
+
+gi_status
+gi_shards_create(GiShards *s, uint32 kind, const void *summary,
+				 const gi_store_params *params, bool spread, int device,
+				 const void *state, Size state_bytes)
+{
+	const GiServiceKind *sk = gi_kind_get(kind);
+	int			n = (spread && sk != NULL && sk->route != NULL) ? gi_ndevices : 1;
+
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->summary = summary;
+	s->record_bytes = params->record_bytes;
+	s->shard = MemoryContextAllocZero(TopMemoryContext, sizeof(GiShard) * n);
+	s->map.nshards = n;
+	s->map.nlists = params->nlists;
+	s->map.records = MemoryContextAllocZero(TopMemoryContext, sizeof(uint64) * n);
+	for (int j = 0; j < n; j++)
+	{
+		GiShard    *sh = &s->shard[j];
+		gi_store_params p = *params;
+		gi_status	st;
+
+		sh->device = n == 1 ? device : j;
+		p.device = gi_devices[sh->device].dev;
+		if (p.memory_limit != 0 && j > 0)
+		{
+			uint64		used = gi_shards_bytes(s);
+
+			p.memory_limit = Max(p.memory_limit > used ? p.memory_limit - used : 0, 1);
+		}
+		s->n = j + 1;
+		st = gi_ops->store_create(&p, &sh->store);
+		if (st == GI_OK && kind_ops(s)->set_state)
+			st = kind_ops(s)->set_state(sh->store, state, state_bytes);
+		if (st != GI_OK)
+		{
+			gi_shards_destroy(s);
+			return st;
+		}
+	}
+	return GI_OK;
+}
+
+/* the shard of each of n records (lists NULL: of keys to delete) */
+static uint32 *
+route(GiShards *s, uint32 n, const uint64 *keys, const uint32 *lists)
+{
+	uint32	   *shards = palloc_extended(Max((Size) n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+
+	gi_kind_get(s->kind)->route(s->summary, &s->map, n, keys, lists, shards);
+	for (uint32 i = 0; i < n; i++)
+		if (shards[i] >= (uint32) s->n && !(lists == NULL && shards[i] == GI_SHARD_ALL))
+			elog(ERROR, "gpuindex store kind %u routed a record to shard %u of %d",
+				 s->kind, shards[i], s->n);
+	return shards;
+}
+
+static gi_status
+insert_shard(GiShards *s, int j, uint64 budget, uint32 n, const uint32 *lists,
+			 const uint64 *keys, const char *payloads, uint64 *ninserted)
+{
+	gi_store   *store = s->shard[j].store;
+	uint64		done = 0;
+	gi_status	st;
+
+	if (gi_ops->store_set_limit)
+		gi_ops->store_set_limit(store, shard_limit(s, j, budget));
+	st = gi_ops->store_insert(store, n, lists, keys, payloads, &done);
+	/* also after a failure: the records before it stay inserted */
+	if (kind_ops(s)->inserted != NULL)
+		kind_ops(s)->inserted(store, n, lists, payloads);
+	*ninserted += done;
+	return st;
+}
+
+gi_status
+gi_shards_insert(GiShards *s, uint64 budget, uint32 n, const uint32 *lists,
+				 const uint64 *keys, const char *payloads, uint64 *ninserted)
+{
+	Size		rb;
+	uint32	   *shards;
+	uint32	   *start;
+	uint32	   *next;
+	uint64	   *skeys;
+	uint32	   *slists;
+	char	   *spay;
+	gi_status	st = GI_OK;
+
+	*ninserted = 0;
+	if (s->n == 1)
+		return insert_shard(s, 0, budget, n, lists, keys, payloads, ninserted);
+
+	/* each shard's records together, in their order (the first of repeats wins) */
+	shards = route(s, n, keys, lists);
+	start = palloc0(sizeof(uint32) * (s->n + 1));
+	next = palloc(sizeof(uint32) * s->n);
+	for (uint32 i = 0; i < n; i++)
+		start[shards[i] + 1]++;
+	for (int j = 0; j < s->n; j++)
+	{
+		start[j + 1] += start[j];
+		next[j] = start[j];
+	}
+	rb = s->record_bytes;
+	skeys = palloc_extended(Max((Size) n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	slists = palloc_extended(Max((Size) n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	spay = palloc_extended(Max((Size) n * rb, 1), MCXT_ALLOC_HUGE);
+	for (uint32 i = 0; i < n; i++)
+	{
+		uint32		p = next[shards[i]]++;
+
+		skeys[p] = keys[i];
+		slists[p] = lists[i];
+		memcpy(spay + (Size) p * rb, payloads + (Size) i * rb, rb);
+	}
+	for (int j = 0; j < s->n && st == GI_OK; j++)
+		if (start[j + 1] > start[j])
+			st = insert_shard(s, j, budget, start[j + 1] - start[j], slists + start[j],
+							  skeys + start[j], spay + (Size) start[j] * rb, ninserted);
+	pfree(shards);
+	pfree(start);
+	pfree(next);
+	pfree(skeys);
+	pfree(slists);
+	pfree(spay);
+	return st;
+}
+
+gi_status
+gi_shards_delete(GiShards *s, uint32 n, const uint64 *keys, uint64 *ndeleted)
+{
+	uint32	   *shards;
+	uint64	   *mine;
+	bool		everywhere = true;
+	gi_status	st = GI_OK;
+
+	*ndeleted = 0;
+	if (s->n == 1)
+		return gi_ops->store_delete(s->shard[0].store, n, keys, ndeleted);
+
+	shards = route(s, n, keys, NULL);
+	for (uint32 i = 0; i < n && everywhere; i++)
+		everywhere = shards[i] == GI_SHARD_ALL;
+	mine = everywhere ? NULL :
+		palloc_extended(Max((Size) n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	for (int j = 0; j < s->n && st == GI_OK; j++)
+	{
+		const uint64 *these = keys;
+		uint32		m = n;
+		uint64		done = 0;
+
+		if (!everywhere)
+		{
+			m = 0;
+			for (uint32 i = 0; i < n; i++)
+				if (shards[i] == (uint32) j || shards[i] == GI_SHARD_ALL)
+					mine[m++] = keys[i];
+			these = mine;
+		}
+		if (m == 0)
+			continue;
+		st = gi_ops->store_delete(s->shard[j].store, m, these, &done);
+		*ndeleted += done;
+	}
+	pfree(shards);
+	if (mine)
+		pfree(mine);
+	return st;
+}
+
+gi_status
+gi_shards_search(GiShards *s, const void *params, uint32 nq, const void *queries,
+				 Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
+{
+	const gi_kind_ops *kops = kind_ops(s);
+	gi_hit	   *more;
+	uint32	   *more_found;
+	gi_hit	   *tmp;
+	gi_status	st;
+
+	st = kops->search(s->shard[0].store, params, nq, queries, query_bytes, k, hits, found);
+	if (s->n == 1 || st != GI_OK)
+		return st;
+
+	more = palloc_extended(Max((Size) nq * k * sizeof(gi_hit), 1), MCXT_ALLOC_HUGE);
+	more_found = palloc_extended(Max((Size) nq * sizeof(uint32), 1), MCXT_ALLOC_HUGE);
+	tmp = palloc(sizeof(gi_hit) * k);
+	for (int j = 1; j < s->n && st == GI_OK; j++)
+	{
+		st = kops->search(s->shard[j].store, params, nq, queries, query_bytes, k,
+						  more, more_found);
+		if (st == GI_OK)
+			gi_hits_merge(hits, found, more, more_found, nq, k, tmp);
+	}
+	gi_hits_pad(hits, found, nq, k);
+	pfree(more);
+	pfree(more_found);
+	pfree(tmp);
+	return st;
+}
+
+bool
+gi_shards_can_time(const GiShards *s)
+{
+	return kind_ops(s)->time_stages != NULL && kind_ops(s)->last_stages != NULL;
+}
+
+void
+gi_shards_time_stages(GiShards *s, bool on)
+{
+	for (int j = 0; j < s->n; j++)
+		kind_ops(s)->time_stages(s->shard[j].store, on);
+}
+
+/* the first shard's stages, with the time of the others' same stages added */
+uint32
+gi_shards_last_stages(GiShards *s, gi_stage_time *out, uint32 max)
+{
+	uint32		n = kind_ops(s)->last_stages(s->shard[0].store, out, max);
+
+	for (int j = 1; j < s->n; j++)
+	{
+		gi_stage_time more[GI_MAX_STAGES];
+		uint32		m = kind_ops(s)->last_stages(s->shard[j].store, more,
+												 Min(max, GI_MAX_STAGES));
+
+		for (uint32 i = 0; i < Min(n, m); i++)
+			if (strcmp(out[i].name, more[i].name) == 0)
+				out[i].us += more[i].us;
+	}
+	return n;
+}
