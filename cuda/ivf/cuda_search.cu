@@ -1017,7 +1017,6 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(float))
 		+ GI_CU_SQ * sizeof(uint32_t);
 	bool		tiles;
-	bool		dir;
 	gi_status	st;
 
 	/*
@@ -1130,22 +1129,6 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 		}
 	}
 
-	dir = G >= GI_CU_DIR_MIN_GROUPS && gi_cu_ivf_dir_ready(s, iv);
-	if (dir)
-	{
-		/*
-		 * Groups are no longer bound by the probed lists: about a slab per
-		 * warp of the query's expected share, up to the chain walk's target
-		 */
-		uint64_t	slabs = (uint64_t) a.P * iv->dir.nslabs / s->params.nlists;
-		uint32_t	most = gi_cu_groups(s, qc, UINT32_MAX);
-		uint32_t	want = (uint32_t) gi_cu_div_up(slabs, GI_CU_SCAN_THREADS / 32);
-
-		if (want > most)
-			want = most;
-		if (want > G)
-			G = want;
-	}
 	a.cap = cap;
 	a.G = G;
 	a.hits = d_hits;
@@ -1156,7 +1139,7 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 		if (st != GI_OK)
 			return st;
 	}
-	if (dir)
+	if (G >= GI_CU_DIR_MIN_GROUPS && gi_cu_ivf_dir_ready(s, iv))
 		gi_k_scan_dir<<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(
 			a, (const uint32_t *) iv->dir.d_dir.p, (const uint32_t *) iv->dir.d_off.p);
 	else
