@@ -229,7 +229,10 @@ def sql_of(engine, k):
         branch = "(SELECT id, {d} AS d FROM {t} ORDER BY {d} LIMIT {k})"
         tables = ("parts_s1",) if engine == "union1" else ("parts_s1", "parts_s2")
         u = " UNION ALL ".join(branch.format(d=dist, t=t, k=k) for t in tables)
-        return f"SELECT id FROM ({u}) u ORDER BY d, id LIMIT {k}"
+        # union-sync gets a statement of its own: a prepared statement's generic plan
+        # keeps the enable_async_append of its first planning
+        tag = " /* sync */" if engine == "union-sync" else ""
+        return f"SELECT id FROM ({u}) u ORDER BY d, id LIMIT {k}{tag}"
     if engine == "fdw-empty":
         return "SELECT id FROM parts WHERE id < 0 AND %(q)s::text IS NOT NULL"
     raise ValueError(engine)
