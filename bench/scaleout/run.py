@@ -16,8 +16,8 @@ Engines (one client, one query at a time, ORDER BY embedding <-> q LIMIT k):
                   foreign scans, each shipped the ORDER BY without the LIMIT, fetched
                   fetch_size (100) rows at a time, one shard after the other
   plain-fetch11   the same over foreign tables with fetch_size = k + 1
-  union           per-shard (SELECT ... ORDER BY ... LIMIT k) UNION ALL ..., ORDER BY d, id
-                  LIMIT k outside: an Append of async foreign scans, each shipped the LIMIT
+  union           per-shard (SELECT ... ORDER BY ... LIMIT k) UNION ALL ..., ORDER BY d + 0,
+                  id LIMIT k outside: an Append of async foreign scans, each shipped the LIMIT
   union-sync      the same with enable_async_append = off (the shards one after the other)
   union1          the union form over shard 1 alone (one branch): the model's one-shard point
   shard1, shard2  the same query sent straight to each shard (its half of the rows)
@@ -212,6 +212,10 @@ def setup(cls, ds, a, rep):
              f"loaded and indexed in {time.time() - t:.0f} s (the three builds at once)")
     for s, c in shards.items():
         c.execute("ANALYZE items")
+    # the coordinator's statistics of the foreign partitions (sampled from the shards),
+    # as docs/scale-out.md asks for
+    coord.execute("ANALYZE parts")
+    coord.execute("ANALYZE parts_f11")
     return coord, shards, lists
 
 
@@ -232,7 +236,9 @@ def sql_of(engine, k):
         # union-sync gets a statement of its own: a prepared statement's generic plan
         # keeps the enable_async_append of its first planning
         tag = " /* sync */" if engine == "union-sync" else ""
-        return f"SELECT id FROM ({u}) u ORDER BY d, id LIMIT {k}{tag}"
+        # d + 0: the branches are not sorted by it, so the planner sorts their k rows
+        # each over an Append (async) instead of a Merge Append of sorted branches
+        return f"SELECT id FROM ({u}) u ORDER BY d + 0, id LIMIT {k}{tag}"
     if engine == "fdw-empty":
         return "SELECT id FROM parts WHERE id < 0 AND %(q)s::text IS NOT NULL"
     raise ValueError(engine)

@@ -112,6 +112,11 @@ for s in s1 s2; do
 	    CREATE INDEX docs_v ON docs USING gpusparse (v);
 	    ALTER DATABASE postgres SET gpuivf.probes = 16;" >/dev/null
 done
+# the coordinator's statistics of the foreign partitions (ANALYZE of a
+# partitioned table samples each shard): without them the planner may sort a
+# filtered branch's rows itself instead of shipping its ORDER BY and LIMIT
+q "ANALYZE items; ANALYZE docs;" >/dev/null
+
 # the setting as the coordinator's own connections to the shards see it
 probes="SELECT (SELECT probes FROM probes_s1), (SELECT probes FROM probes_s2)"
 check "the coordinator's shard sessions run with the database's gpuivf.probes = 16" "16|16" "$(q "$probes")"
@@ -122,11 +127,15 @@ before1=$(searches s1 items_embedding) before2=$(searches s2 items_embedding)
 reference="SET enable_indexscan = off; SET enable_bitmapscan = off;
 	SELECT qid, ARRAY(SELECT id FROM ref ORDER BY embedding <-> qs.q, id LIMIT 10) FROM qs ORDER BY qid"
 plain="SELECT qid, ARRAY(SELECT id FROM items ORDER BY embedding <-> qs.q LIMIT 10) FROM qs ORDER BY qid"
+# the UNION ALL form sorts on d + 0: its branches are not sorted by that, so
+# the planner sorts their rows over an Append, which runs the foreign scans
+# asynchronously, rather than merging the sorted branches (a Merge Append,
+# which PostgreSQL 15 runs one branch after the other)
 union="SELECT qid, ARRAY(SELECT id FROM (
 	  (SELECT id, embedding <-> qs.q AS d FROM items_s1 ORDER BY embedding <-> qs.q LIMIT 10)
 	  UNION ALL
 	  (SELECT id, embedding <-> qs.q AS d FROM items_s2 ORDER BY embedding <-> qs.q LIMIT 10)) u
-	ORDER BY d, id LIMIT 10) FROM qs ORDER BY qid"
+	ORDER BY d + 0, id LIMIT 10) FROM qs ORDER BY qid"
 want=$(q "$reference")
 check "the reference answers every query" 8 "$(echo "$want" | grep -c '^[0-9]*|{[0-9,]*}$')"
 check "plain form: the coordinator's top 10 equal the exact scan's, in order" "$want" "$(q "$plain")"
@@ -145,7 +154,7 @@ uplan=$(q "EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM (
 	  (SELECT id, embedding <-> '$lit' AS d FROM items_s1 ORDER BY embedding <-> '$lit' LIMIT 10)
 	  UNION ALL
 	  (SELECT id, embedding <-> '$lit' AS d FROM items_s2 ORDER BY embedding <-> '$lit' LIMIT 10)) u
-	ORDER BY d, id LIMIT 10")
+	ORDER BY d + 0, id LIMIT 10")
 check "UNION ALL form: an Append of two async foreign scans" "1 2" \
 	"$(echo "$uplan" | grep -c -- '->  Append') $(echo "$uplan" | grep -c 'Async Foreign Scan')"
 check "UNION ALL form: each shard gets the ORDER BY <-> and the LIMIT" \
@@ -162,7 +171,7 @@ q "CREATE FUNCTION items_knn(q real[], k int) RETURNS TABLE (id int, distance fl
 	SELECT string_agg(format('(SELECT id, embedding <-> \$1 AS d FROM %s ORDER BY embedding <-> \$1 LIMIT \$2)',
 	                         inhrelid::regclass), ' UNION ALL ')
 	  INTO branches FROM pg_inherits WHERE inhparent = 'items'::regclass;
-	RETURN QUERY EXECUTE 'SELECT id, d FROM (' || branches || ') s ORDER BY d, id LIMIT \$2' USING q, k;
+	RETURN QUERY EXECUTE 'SELECT id, d FROM (' || branches || ') s ORDER BY d + 0, id LIMIT \$2' USING q, k;
    END \$f\$" >/dev/null
 check "helper function: top 10 equal the exact scan's, in order" "$want" \
 	"$(q "SELECT qid, ARRAY(SELECT id FROM items_knn(qs.q, 10)) FROM qs ORDER BY qid")"
@@ -179,7 +188,7 @@ generic_union="SET plan_cache_mode = force_generic_plan;
 	  (SELECT id, embedding <-> \$1 AS d FROM items_s1 ORDER BY embedding <-> \$1 LIMIT 10)
 	  UNION ALL
 	  (SELECT id, embedding <-> \$1 AS d FROM items_s2 ORDER BY embedding <-> \$1 LIMIT 10)) u
-	ORDER BY d, id LIMIT 10;"
+	ORDER BY d + 0, id LIMIT 10;"
 check "UNION ALL form, generic plan of a prepared statement: query 1's top 10" "$first" \
 	"$(q "$generic_union CREATE TEMP TABLE r AS EXECUTE p('$lit'); SELECT array_agg(id) FROM r")"
 gplan=$(q "$generic_union EXPLAIN (VERBOSE, COSTS OFF) EXECUTE p('$lit')")
@@ -194,7 +203,7 @@ check "UNION ALL form with LIMIT \$2, generic plan: query 1's top 10" "$first" \
 	     (SELECT id, embedding <-> \$1 AS d FROM items_s1 ORDER BY embedding <-> \$1 LIMIT \$2)
 	     UNION ALL
 	     (SELECT id, embedding <-> \$1 AS d FROM items_s2 ORDER BY embedding <-> \$1 LIMIT \$2)) u
-	   ORDER BY d, id LIMIT \$2) x;
+	   ORDER BY d + 0, id LIMIT \$2) x;
 	   EXECUTE p('$lit', 10)")"
 
 # a filter goes to the shards with the ORDER BY; each still returns its
@@ -204,6 +213,23 @@ check "filtered plain form (category = 3): top 10 equal the exact scan's" \
 	      ORDER BY embedding <-> qs.q, id LIMIT 10) FROM qs ORDER BY qid")" \
 	"$(q "SELECT qid, ARRAY(SELECT id FROM items WHERE category = 3 ORDER BY embedding <-> qs.q LIMIT 10)
 	      FROM qs ORDER BY qid")"
+
+fwant=$(q "SET enable_indexscan = off; SELECT qid, ARRAY(SELECT id FROM ref WHERE category = 3
+	ORDER BY embedding <-> qs.q, id LIMIT 10) FROM qs ORDER BY qid")
+check "filtered UNION ALL form (category = 3): top 10 equal the exact scan's" "$fwant" \
+	"$(q "SELECT qid, ARRAY(SELECT id FROM (
+	  (SELECT id, embedding <-> qs.q AS d FROM items_s1 WHERE category = 3 ORDER BY embedding <-> qs.q LIMIT 10)
+	  UNION ALL
+	  (SELECT id, embedding <-> qs.q AS d FROM items_s2 WHERE category = 3 ORDER BY embedding <-> qs.q LIMIT 10)) u
+	ORDER BY d + 0, id LIMIT 10) FROM qs ORDER BY qid")"
+fplan=$(q "EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM (
+	  (SELECT id, embedding <-> '$lit' AS d FROM items_s1 WHERE category = 3 ORDER BY embedding <-> '$lit' LIMIT 10)
+	  UNION ALL
+	  (SELECT id, embedding <-> '$lit' AS d FROM items_s2 WHERE category = 3 ORDER BY embedding <-> '$lit' LIMIT 10)) u
+	ORDER BY d + 0, id LIMIT 10")
+check "filtered UNION ALL form: async foreign scans, each shipped the WHERE, ORDER BY and LIMIT" \
+	"2 $(printf 'Remote SQL: SELECT id, embedding FROM public.items WHERE ((category = 3)) ORDER BY (embedding OPERATOR(public.<->) %s) ASC NULLS LAST LIMIT 10::bigint\n' "'{...}'" "'{...}'")" \
+	"$(echo "$fplan" | grep -c 'Async Foreign Scan') $(remote_sql "$fplan")"
 
 # inserts through the coordinator: each row lands in the shard its hash
 # names, the shard's index finds it at once, and the answers stay exact
