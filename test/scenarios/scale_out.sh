@@ -7,11 +7,14 @@
 # plain form (a Merge Append of sorted foreign scans) and in the per-shard
 # UNION ALL form (an async Append of foreign scans with the LIMIT pushed
 # down), must return, in order, the ids of an exact sequential scan over the
-# same rows in one local table; so must filtered queries, prepared
-# statements with a generic plan, and queries after inserts made through the
-# coordinator (which must land in the shard the partition bounds name).  The
-# shards search exactly (gpuivf.probes = lists), and the data has no distance
-# ties among any query's 11 nearest rows, so the order is well defined.
+# same rows in one local table; so must the helper function of
+# docs/scale-out.md, filtered queries, prepared statements with a generic
+# plan, queries after inserts made through the coordinator (which must land
+# in the shard the partition bounds name) and, for gpusparse, the plain form.
+# The plans must ship what docs/scale-out.md says.  The shards search exactly
+# (gpuivf.probes = lists, set per database), and the data has no distance ties
+# among any query's 11 nearest rows, so the order is well defined; with one
+# probed list, set through the foreign servers' options, the answers differ.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
