@@ -552,6 +552,9 @@ def main():
     ap.add_argument("--port", type=int, default=int(os.environ.get("BENCH_PORT", 54405)))
     ap.add_argument("--dir", default=os.environ.get("BENCH_SCALEOUT_DIR",
                                                     "/tmp/gpuindex-bench-scaleout"))
+    ap.add_argument("--tag", default="",
+                    help="the output files' suffix (default: the device): a run of other "
+                         "options beside the main one")
     ap.add_argument("--keep", action="store_true", help="leave the clusters running")
     ap.add_argument("--report-only", metavar="CSV",
                     help="measure nothing: rebuild the tables, model and plots from this CSV "
@@ -567,7 +570,7 @@ def main():
     cls = start_clusters(a)
     try:
         opts = {k: v for k, v in vars(a).items() if k not in ("dir", "port", "keep")}
-        rep = Report("scaleout", ds.name, {}, dict(opts, tag=a.device))
+        rep = Report("scaleout", ds.name, {}, dict(opts, tag=a.tag or a.device))
         coord, shards, lists = setup(cls, ds, a, rep)
         rep.env = environment.describe(coord, cls["coord"])
         for k in ("ext_vector", "faiss"):
