@@ -431,8 +431,9 @@ def finish(rep, a):
                   "docs/scale-out.md)", scaleout_model.COLUMNS, model["rows"])
         scaleout_model.write_csv(model["rows"], rep)
     first = rows[0]["probes_setting"] if rows else None
-    rep.table("plans (EXPLAIN (VERBOSE) with the first query's vector, shown as q; custom "
-              "plans at the first probes setting)", ["engine", "plan_shape"],
+    rep.table("plans (EXPLAIN (VERBOSE) with the first query's vector, shown as q; "
+              f"{rows[0]['plan'] if rows else ''} plans at the first probes setting)",
+              ["engine", "plan_shape"],
               [r for r in rows if r["plan"] == rows[0]["plan"] and r["probes_setting"] == first])
     rep.plot(lambda rs, stem: plot(rs, stem, a))
     rep.plot(lambda rs, stem: scaleout_model.plot(model, stem) if model else [])
@@ -498,8 +499,6 @@ def report_only(a):
                     row[k] = int(v) if re.fullmatch(r"-?[0-9]+", v) else float(v)
                 except ValueError:
                     row[k] = v
-            if "ratio_p50" in row:
-                del row["ratio_p50"]
             rows.append(row)
     md = src.with_suffix(".md")
     env, notes, options = {}, [], {"tag": a.device}
