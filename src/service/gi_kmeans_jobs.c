@@ -83,8 +83,8 @@ typedef struct GiKmeansJob
 	pthread_t	thread;
 	pg_atomic_uint32 done;		/* the thread's last store */
 	pg_atomic_uint32 stop;		/* the service asks it to stop */
-	GiSlot	   *slot;			/* the TRAIN request's slot and number */
-	uint64		slot_seq;
+	GiSlot	   *slot;			/* the TRAIN request's slot, and when the */
+	uint64		slot_taken;		/* service took it (rargs.t_taken) */
 	gi_status	status;			/* the thread's result, once done */
 	uint32		produced;
 	char		errmsg[GI_ERRMSG_LEN];
@@ -364,9 +364,10 @@ handle_data(GiWork *w)
 }
 
 /*
- * kmeans_train's keep_going, on the training thread: the service does not
- * ask it to stop, and the TRAIN request is still the one its backend waits
- * for (a slot given up on is soon reused: its request number tells).
+ * kmeans_train's keep_going (on the training thread, or on the service's
+ * when no thread starts): the service does not ask it to stop, and the
+ * TRAIN request is still the one its backend waits for (a slot given up on
+ * is soon reused: the time the service took the request tells).
  */
 static bool
 train_wanted(void *arg)
@@ -378,7 +379,7 @@ train_wanted(void *arg)
 	if (pg_atomic_read_u32(&job->stop) != 0)
 		return false;
 	SpinLockAcquire(&slot->mutex);
-	waits = slot->state == GI_SLOT_RUNNING && slot->seq == job->slot_seq;
+	waits = slot->state == GI_SLOT_RUNNING && slot->rargs.t_taken == job->slot_taken;
 	SpinLockRelease(&slot->mutex);
 	return waits;
 }
@@ -470,7 +471,7 @@ stop_training_at_exit(int code, Datum arg)
 
 /* start job's training on a thread of its own; false when none starts */
 static bool
-start_training(GiWork *w, GiKmeansJob *job)
+start_training(GiKmeansJob *job)
 {
 	static bool exit_hook = false;
 	sigset_t	sigs;
@@ -482,13 +483,6 @@ start_training(GiWork *w, GiKmeansJob *job)
 		before_shmem_exit(stop_training_at_exit, (Datum) 0);
 		exit_hook = true;
 	}
-	job->slot = w->slot;
-	job->slot_seq = w->slot->seq;
-	pg_atomic_init_u32(&job->done, 0);
-	pg_atomic_init_u32(&job->stop, 0);
-	job->params.keep_going = train_wanted;
-	job->params.keep_going_arg = job;
-
 	/* the thread gets no signal but the faults its own code may raise */
 	sigfillset(&sigs);
 	sigdelset(&sigs, SIGSEGV);
@@ -503,25 +497,11 @@ start_training(GiWork *w, GiKmeansJob *job)
 		ereport(LOG,
 				(errmsg("gpuindex device service: no thread for k-means training (%s); training in the service",
 						strerror(rc))));
-		job->params.keep_going = NULL;
 		return false;
 	}
 	job->training = true;
 	gi_training = job;
 	return true;
-}
-
-/* kmeans_train's keep_going on the service's thread: the build still waits */
-static bool
-build_waits(void *arg)
-{
-	GiSlot	   *slot = arg;
-	bool		waits;
-
-	SpinLockAcquire(&slot->mutex);
-	waits = slot->state == GI_SLOT_RUNNING;
-	SpinLockRelease(&slot->mutex);
-	return waits;
 }
 
 /* answer TRAIN from its job's recorded result */
@@ -575,15 +555,19 @@ handle_train(GiWork *w)
 		w->carry = true;		/* another training runs: wait for it */
 		return;
 	}
-	if (start_training(w, job))
+	job->slot = w->slot;
+	job->slot_taken = w->slot->rargs.t_taken;
+	pg_atomic_init_u32(&job->done, 0);
+	pg_atomic_init_u32(&job->stop, 0);
+	job->params.keep_going = train_wanted;
+	job->params.keep_going_arg = job;
+	if (start_training(job))
 	{
 		w->carry = true;
 		return;
 	}
 
 	/* no thread: train here, while the other requests wait */
-	job->params.keep_going = build_waits;
-	job->params.keep_going_arg = w->slot;
 	job->status = gi_ops->kmeans_train(&job->params, job->nsamples, job->samples,
 									   job->centroids, &job->produced);
 	job->params.keep_going = NULL;
