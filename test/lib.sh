@@ -68,6 +68,28 @@ cluster_psql() {
 	as_pg "psql -X -q -v ON_ERROR_STOP=1 -h '$dir' -p $port -U postgres -d postgres $args"
 }
 
+# Single searches of a table's own rows (id 1 .. n, a real[] column v),
+# each timed into the table lat(ms): timed_searches DIR PORT TABLE N
+# "SETTINGS" DELAY PAUSE (seconds before the first, between two)
+timed_searches() {
+	cluster_psql "$1" "$2" -Atc "$5
+	  DO \$\$ DECLARE t0 timestamptz; qv real[]; n int; BEGIN
+	    PERFORM pg_sleep($6);
+	    FOR i IN 1 .. $4 LOOP
+	      SELECT v INTO qv FROM $3 WHERE id = i;
+	      t0 := clock_timestamp();
+	      SELECT count(*) INTO n FROM (SELECT id FROM $3 ORDER BY v <-> qv LIMIT 10) s;
+	      INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
+	      PERFORM pg_sleep($7);
+	    END LOOP; END \$\$"
+}
+
+# count|p99|max|p50 (ms) of the timings in lat: latency_stats DIR PORT
+latency_stats() {
+	cluster_psql "$1" "$2" -Atc "SELECT count(*), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+	  round(max(ms)::numeric, 2), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM lat"
+}
+
 # the plain closing line CI reads: "N passed, N failed"
 TESTS_PASSED=0
 TESTS_FAILED=0

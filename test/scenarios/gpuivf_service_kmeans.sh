@@ -107,16 +107,7 @@ if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
 	   FROM generate_series(1, 30000) i;
 	   CREATE TABLE lat (ms float8)" >/dev/null
 	q "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM km ORDER BY v <-> (SELECT v FROM km WHERE id = 1) LIMIT 5) s" >/dev/null
-	cluster_psql "$dir" $port -Atc "SET enable_seqscan = off;
-	  DO \$\$ DECLARE t0 timestamptz; qv real[]; n int; BEGIN
-	    PERFORM pg_sleep(1.0);
-	    FOR i IN 1 .. 300 LOOP
-	      SELECT v INTO qv FROM km WHERE id = i;
-	      t0 := clock_timestamp();
-	      SELECT count(*) INTO n FROM (SELECT id FROM km ORDER BY v <-> qv LIMIT 10) s;
-	      INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
-	      PERFORM pg_sleep(0.003);
-	    END LOOP; END \$\$" >/dev/null 2>&1 &
+	timed_searches "$dir" $port km 300 "SET enable_seqscan = off;" 1.0 0.003 >/dev/null 2>&1 &
 	bpid=$!
 	out=$(q "SET statement_timeout = '4s'; CREATE INDEX kc_v ON kc USING gpuivf (v) WITH (lists = 2000)")
 	t0=$(date +%s%N)
@@ -140,8 +131,7 @@ if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
 	               END { if (c && s) printf "%d", (sec(s) - sec(c)) * 1000; else print 99999 }' "$dir/server.log")
 	echo "# the training stopped $stop_ms ms after its build was cancelled"
 	check "the training stops within 100 ms of its build's cancel" 1 "$(( stop_ms < 100 ))"
-	stats=$(q "SELECT count(*), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2),
-	                  round(max(ms)::numeric, 2), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM lat")
+	stats=$(latency_stats "$dir" $port)
 	echo "# single searches during the training: count, p99 ms, max ms, p50 ms: $stats"
 	IFS='|' read -r n p99 max p50 <<<"$stats"
 	check "single searches ran during the training" 300 "$n"

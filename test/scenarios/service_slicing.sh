@@ -50,15 +50,7 @@ q "CREATE TABLE qs AS SELECT array_agg(v) AS a FROM
      (SELECT v FROM t, generate_series(1, ($nq + $rows - 1) / $rows) LIMIT $nq) s" >/dev/null
 
 # session B: 400 single searches while the batch runs, each timed
-cluster_psql "$dir" $port -Atc "SET enable_seqscan = off; SET gpuivf.probes = 2;
-  DO \$\$ DECLARE t0 timestamptz; qv real[]; n int; BEGIN
-    PERFORM pg_sleep(0.3);
-    FOR i IN 1 .. 400 LOOP
-      SELECT v INTO qv FROM t WHERE id = i;
-      t0 := clock_timestamp();
-      SELECT count(*) INTO n FROM (SELECT id FROM t ORDER BY v <-> qv LIMIT 10) s;
-      INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t0) * 1000);
-    END LOOP; END \$\$" >/dev/null 2>&1 &
+timed_searches "$dir" $port t 400 "SET enable_seqscan = off; SET gpuivf.probes = 2;" 0.3 0 >/dev/null 2>&1 &
 bpid=$!
 # session A: the batch, all lists probed, cancelled after 3 s ($rows rows)
 out=$(q "SET statement_timeout = '3s'; SET gpuivf.probes = 32;
@@ -67,8 +59,7 @@ case "$out" in *"canceling statement due to statement timeout"*) a_cancelled=1 ;
 check "the batch outlives its 3 s statement_timeout (the test's premise)" 1 "$a_cancelled"
 
 wait $bpid
-stats=$(q "SELECT count(*), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2),
-                  round(max(ms)::numeric, 2), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM lat")
+stats=$(latency_stats "$dir" $port)
 echo "# single searches during the batch: count, p99 ms, max ms, p50 ms: $stats"
 IFS='|' read -r n p99 max p50 <<<"$stats"
 check "single searches ran during the batch" 400 "$n"
