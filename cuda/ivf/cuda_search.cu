@@ -214,6 +214,29 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 }
 
 /*
+ * The block's warps score n queued slabs, one slab per warp per round,
+ * flushing the top-k between rounds (every thread of the block calls it)
+ */
+template <bool APPEND>
+__device__ __forceinline__ void
+gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, uint32_t n, uint32_t q,
+			  const float *qv, float qn, gi_topk_state &ts, float *sd, uint64_t *sk)
+{
+	const uint32_t warp = threadIdx.x >> 5;
+	const uint32_t nwarps = blockDim.x >> 5;
+
+	for (uint32_t b = 0; b < n; b += nwarps)
+	{
+		uint32_t	i = b + warp;
+
+		if (i < n)
+			gi_scan_slab<APPEND>(a, qd[i], q, qv, qn, ts, sd, sk);
+		if (!APPEND && gi_topk_need_flush(ts, a.cap))
+			gi_topk_flush(ts, sd, sk, a.cap, a.k);
+	}
+}
+
+/*
  * (256, 2): with a bound of two blocks per SM ptxas gives the kernel 64
  * registers and issues the 16 loads of gi_ld16 before their FMAs; with the
  * plain bound it kept 32 registers and interleaved them (SASS checked).
@@ -229,8 +252,6 @@ gi_k_scan(gi_scan_args a)
 	__shared__ gi_topk_state ts;
 	__shared__ uint32_t qlen;
 	const uint32_t tid = threadIdx.x;
-	const uint32_t warp = tid >> 5;
-	const uint32_t nwarps = blockDim.x >> 5;
 	/* unit u: query u / G, its group u % G (a.order: units sorted by list) */
 	const uint32_t u = a.order ? a.order[blockIdx.x] : blockIdx.x;
 	const uint32_t q = u / a.G;
@@ -254,22 +275,11 @@ gi_k_scan(gi_scan_args a)
 
 			cur = gi_list_head(a.lists, l);
 		}
-		/* score: one slab per warp per round */
 		gi_walk_chains<GI_CU_SQ>(a.slabs, cur, a.max_steps, a.flags, queue, qlen,
 								 [&](const uint32_t *qd, uint32_t nqueued)
 								 {
-									 uint32_t	b;
-
-									 for (b = 0; b < nqueued; b += nwarps)
-									 {
-										 uint32_t	i = b + warp;
-
-										 if (i < nqueued)
-											 gi_scan_slab<APPEND>(a, qd[i], q, qv, qn, ts,
-																  sd, sk);
-										 if (!APPEND && gi_topk_need_flush(ts, a.cap))
-											 gi_topk_flush(ts, sd, sk, a.cap, a.k);
-									 }
+									 gi_scan_queue<APPEND>(a, qd, nqueued, q, qv, qn, ts,
+														   sd, sk);
 								 });
 	}
 
@@ -297,8 +307,6 @@ gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 	__shared__ gi_topk_state ts;
 	__shared__ uint32_t total;
 	const uint32_t tid = threadIdx.x;
-	const uint32_t warp = tid >> 5;
-	const uint32_t nwarps = blockDim.x >> 5;
 	const uint32_t q = blockIdx.x / a.G;
 	const uint32_t g = blockIdx.x % a.G;
 	const float *qv = a.queries + (size_t) q * a.W;
@@ -339,15 +347,7 @@ gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 			for (uint32_t i = pos < w0 ? w0 - pos : 0; i < n && pos + i < w0 + wlen; i++)
 				queue[pos + i - w0] = dir[base + first + i * a.G];
 			__syncthreads();
-			for (uint32_t b = 0; b < wlen; b += nwarps)
-			{
-				uint32_t	i = b + warp;
-
-				if (i < wlen)
-					gi_scan_slab<false>(a, queue[i], q, qv, qn, ts, sd, sk);
-				if (gi_topk_need_flush(ts, a.cap))
-					gi_topk_flush(ts, sd, sk, a.cap, a.k);
-			}
+			gi_scan_queue<false>(a, queue, wlen, q, qv, qn, ts, sd, sk);
 			__syncthreads();
 		}
 	}
