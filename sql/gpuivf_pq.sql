@@ -94,6 +94,40 @@ SELECT count(*), count(DISTINCT id) FROM
 RESET gpuivf.scan_batch;
 
 --
+-- JUNO's selective search and its hit counts: settings, then against the
+-- exact answer (every list probed): a recall floor by codes alone, the
+-- exact top 10 with re-ranking
+--
+SET gpuivf.pq_search = 'opq';
+SET gpuivf.pq_select = 12;
+SET gpuivf.pq_select = 512;
+SET gpuivf.pq_threshold_scale = 0;
+SET gpuivf.pq_search = 'juno';
+SET gpuivf.pq_rerank = 0;
+SELECT avg(pq_recall(e.l2, array(SELECT i.id FROM pq_items i ORDER BY i.v <-> q.v LIMIT 10))) >= 0.6
+       AS recall_ok
+FROM pq_queries q JOIN pq_exact e USING (q);
+SET gpuivf.pq_rerank = 10;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE e.l2 = array(SELECT i.id FROM pq_items i ORDER BY i.v <-> q.v LIMIT 10)) AS exact
+FROM pq_queries q JOIN pq_exact e USING (q);
+-- one entry a sub-space, a narrow threshold: still every row comes once
+SET gpuivf.pq_select = 1;
+SET gpuivf.pq_threshold_scale = 0.1;
+SELECT count(*), count(DISTINCT id) FROM
+  (SELECT id FROM pq_items ORDER BY v <-> (SELECT v FROM pq_queries WHERE q = 3) LIMIT 100) s;
+RESET gpuivf.pq_select;
+RESET gpuivf.pq_threshold_scale;
+SET gpuivf.pq_search = 'hits';
+SET gpuivf.pq_select = 32;
+SELECT count(*) FILTER (WHERE e.l2 = array(SELECT i.id FROM pq_items i ORDER BY i.v <-> q.v LIMIT 10)) AS exact
+FROM pq_queries q JOIN pq_exact e USING (q);
+SELECT count(*) AS hits, count(DISTINCT query) AS queries
+FROM gpuivf_search('pq_l2', (SELECT array_agg(v ORDER BY q) FROM pq_queries WHERE q <= 5), 10);
+RESET gpuivf.pq_select;
+RESET gpuivf.pq_search;
+
+--
 -- inner product (16 sub-spaces of 16 entries) and cosine
 --
 SET gpuivf.pq_rerank = 0;
@@ -106,6 +140,10 @@ FROM pq_queries q JOIN pq_exact e USING (q);
 SET gpuivf.pq_rerank = 20;
 SELECT count(*) FILTER (WHERE e.ip = array(SELECT i.id FROM pq_items i ORDER BY i.v <#> q.v LIMIT 10)) AS exact
 FROM pq_queries q JOIN pq_exact e USING (q);
+SET gpuivf.pq_search = 'juno';
+SELECT count(*) FILTER (WHERE e.ip = array(SELECT i.id FROM pq_items i ORDER BY i.v <#> q.v LIMIT 10)) AS exact
+FROM pq_queries q JOIN pq_exact e USING (q);
+RESET gpuivf.pq_search;
 DROP INDEX pq_ip;
 
 SET gpuivf.pq_rerank = 0;

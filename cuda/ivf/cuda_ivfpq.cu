@@ -11,7 +11,9 @@
 #include <new>
 
 #include "cuda_ivfpq.h"
+#include "cuda_pq_table.cuh"
 #include "cuda_util.cuh"
+#include "gi_pq_select.h"
 
 static void
 gi_cu_ivfpq_free(gi_store *s, void *kstate)
@@ -25,6 +27,8 @@ gi_cu_ivfpq_free(gi_store *s, void *kstate)
 		cudaStreamSynchronize(s->ss);
 	if (pq->d_books)
 		cudaFree(pq->d_books);
+	if (pq->d_radii)
+		cudaFree(pq->d_radii);
 	gi_cu_buf_free(&pq->s_lut);
 	gi_cu_ivf_release(&pq->ivf);
 	delete pq;
@@ -116,8 +120,9 @@ static gi_status
 gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
 				   size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
 {
-	const gi_ivf_search_params *p = (const gi_ivf_search_params *) params;
+	const gi_ivfpq_search_params *p = (const gi_ivfpq_search_params *) params;
 	gi_cu_ivfpq *pq;
+	gi_cu_pq_call call;
 
 	if (s == NULL || p == NULL)
 	{
@@ -130,14 +135,27 @@ gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *que
 		gi_cu_set_error("ivfpq search: the store has no codebooks (set_state was not called)");
 		return GI_ERR_INVALID;
 	}
-	if (p->dim != pq->ivf.dim || query_bytes != (size_t) nq * pq->ivf.dim * sizeof(float))
+	if (p->ivf.dim != pq->ivf.dim || query_bytes != (size_t) nq * pq->ivf.dim * sizeof(float))
 	{
 		gi_cu_set_error("ivfpq search: %zu bytes of queries of dimension %u for an index of dimension %u",
-						query_bytes, p->dim, pq->ivf.dim);
+						query_bytes, p->ivf.dim, pq->ivf.dim);
 		return GI_ERR_INVALID;
 	}
+	if (p->mode > GI_PQ_SEARCH_HITS || p->select < 1 || p->select > GI_PQ_MAX_KSUB ||
+		(p->select & (p->select - 1)) != 0 || !(p->scale > 0.0f) || isinf(p->scale))
+	{
+		gi_cu_set_error("ivfpq search: mode %u, selection %u, scale %g",
+						p->mode, p->select, (double) p->scale);
+		return GI_ERR_INVALID;
+	}
+	memset(&call, 0, sizeof(call));
+	call.pq = pq;
+	call.g.mode = p->mode;
+	call.g.level = gi_pq_level(p->select);
+	call.g.level_in = gi_pq_inner_level(call.g.level);
+	call.g.scale = p->scale;
 	return gi_cu_ivf_chunks(s, &pq->ivf, "ivfpq search", nq, (const float *) queries,
-							p->probes, k, hits, found, gi_cu_pq_fine, pq);
+							p->ivf.probes, k, hits, found, gi_cu_pq_fine, &call);
 }
 
 static void

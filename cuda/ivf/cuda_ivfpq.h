@@ -22,14 +22,16 @@ struct gi_cu_ivfpq
 	size_t		smem_optin;		/* the device's shared memory per block, opted in */
 	float	   *d_books;		/* [m * ksub * dsub], uploaded by set_state */
 	gi_cu_buf	s_lut;			/* look-up tables that do not fit shared memory */
+	float	   *d_radii;		/* density table of the selective modes, on first use */
 };
+
 
 /* ---- cuda_ivfpq.cu: the kind's entries (kinds[GI_KIND_IVFPQ]) ---- */
 extern const gi_kind_ops gi_cu_ivfpq_kind;
 
 /* ---- cuda_ivfpq_scan.cu ---- */
 
-/* the kind's fine scan (a gi_cu_fine_fn; arg is the gi_cu_ivfpq) */
+/* the kind's fine scan (a gi_cu_fine_fn; arg is a gi_cu_pq_call, cuda_pq_table.cuh) */
 extern gi_status gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc,
 							   const uint32_t *probe_lists, uint32_t P, uint32_t k,
 							   gi_hit *d_hits, uint32_t *d_found, void *arg);

@@ -23,60 +23,12 @@
 #include <cstring>
 
 #include "cuda_ivfpq.h"
+#include "cuda_pq_select.cuh"
+#include "cuda_pq_table.cuh"
 #include "cuda_scan.cuh"
 #include "cuda_topk.cuh"
 #include "cuda_util.cuh"
 #include "cuda_walk.cuh"
-
-/* global-memory tables of one launch, at most (bytes) */
-#define GI_CU_PQ_LUT_BUDGET	((size_t) 256 << 20)
-/* dynamic shared memory without opting in */
-#define GI_CU_SMEM_DEFAULT	((size_t) 48 << 10)
-
-struct gi_pq_args
-{
-	const float *cent;			/* [nlists x dim] */
-	const float *books;			/* [m x ksub x dsub] */
-	float	   *glut;			/* a table per block of the launch; NULL: shared */
-	uint32_t	m;
-	uint32_t	ksub;
-	uint32_t	dsub;
-	uint32_t	unit0;			/* unit of the launch's block 0 */
-};
-
-/*
- * Entry t = s * ksub + e of the table of query qv and list centroid c
- * (host_ivfpq.c's gi_host_pq_lut): L2 sums (q - c - e)^2 over the
- * sub-space, IP and cosine q.e.
- */
-__device__ __forceinline__ float
-gi_pq_lut_entry(int metric, const gi_pq_args &g, const float *qv, const float *c,
-				uint32_t t)
-{
-	const uint32_t s = t / g.ksub;
-	const float *qs = qv + (size_t) s * g.dsub;
-	const float *cs = c + (size_t) s * g.dsub;
-	const float *ev = g.books + (size_t) t * g.dsub;
-	double		acc = 0.0;
-	uint32_t	j;
-
-	if (metric == GI_METRIC_L2)
-	{
-		for (j = 0; j < g.dsub; j++)
-		{
-			double		d = __dsub_rn(__dsub_rn((double) qs[j], (double) cs[j]),
-									  (double) ev[j]);
-
-			acc = __dadd_rn(acc, __dmul_rn(d, d));
-		}
-	}
-	else
-	{
-		for (j = 0; j < g.dsub; j++)
-			acc = __dadd_rn(acc, __dmul_rn((double) qs[j], (double) ev[j]));
-	}
-	return __double2float_rn(acc);
-}
 
 /*
  * Distance of slot `lane` of a slab (host_ivfpq.c's gi_host_pq_scan and
@@ -253,25 +205,31 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 }
 
 /*
- * Launch the scan over `units` units: the table in shared memory when it
- * fits the device's opt-in limit next to the top-k buffer and the queue,
- * else in global slices of at most GI_CU_PQ_LUT_BUDGET, as many blocks a
- * launch as slices.
+ * Launch the scan over `units` units, the look-up-table kernel or the
+ * selective one by g's mode: the table in shared memory when it fits the
+ * device's opt-in limit next to the top-k buffer and the queue, else in
+ * global slices of at most GI_CU_PQ_LUT_BUDGET, as many blocks a launch as
+ * slices.
  */
 template <bool APPEND>
 static gi_status
-gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units)
+gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units,
+			 const gi_pq_args &mode)
 {
-	gi_pq_args	g;
-	size_t		lut = (size_t) pq->m * pq->ksub * sizeof(float);
+	gi_pq_args	g = mode;
+	const bool	sel = mode.mode != GI_PQ_SEARCH_LUT;
+	size_t		lut = (sel ? gi_pq_sel_table_floats(pq->m, pq->ksub)
+					   : (size_t) pq->m * pq->ksub) * sizeof(float);
 	size_t		smem = (size_t) a.cap * (sizeof(uint64_t) + sizeof(float))
 		+ GI_CU_SQ * sizeof(uint32_t);
 	uint32_t	per_launch = units;
 	uint32_t	u0;
+	void		(*kernel) (gi_scan_args, gi_pq_args) =
+		sel ? gi_k_pq_sel_scan<APPEND> : gi_k_pq_scan<APPEND>;
 
-	memset(&g, 0, sizeof(g));
 	g.cent = pq->ivf.d_cent;
 	g.books = pq->d_books;
+	g.glut = NULL;
 	g.m = pq->m;
 	g.ksub = pq->ksub;
 	g.dsub = pq->dsub;
@@ -293,15 +251,14 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 		g.glut = (float *) pq->s_lut.p;
 	}
 	if (smem > GI_CU_SMEM_DEFAULT)
-		GI_CU_TRY(cudaFuncSetAttribute(gi_k_pq_scan<APPEND>,
-									   cudaFuncAttributeMaxDynamicSharedMemorySize,
+		GI_CU_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) smem));
 	for (u0 = 0; u0 < units; u0 += per_launch)
 	{
 		uint32_t	n = units - u0 < per_launch ? units - u0 : per_launch;
 
 		g.unit0 = u0;
-		gi_k_pq_scan<APPEND><<<n, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, g);
+		kernel<<<n, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, g);
 		GI_CU_TRY(cudaGetLastError());
 	}
 	return GI_OK;
@@ -311,7 +268,58 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 static gi_status
 gi_pq_append(gi_store *s, const gi_scan_args &b, uint32_t nsub, void *arg)
 {
-	return gi_pq_launch<true>(s, (gi_cu_ivfpq *) arg, b, nsub * b.G);
+	gi_cu_pq_call *call = (gi_cu_pq_call *) arg;
+
+	return gi_pq_launch<true>(s, call->pq, b, nsub * b.G, call->g);
+}
+
+/*
+ * The density table on the device, made on the host from the codebooks
+ * (gi_pq_radii) by the first selective search of the store.
+ */
+static gi_status
+gi_pq_radii_ready(gi_store *s, gi_cu_ivfpq *pq)
+{
+	size_t		n = (size_t) GI_PQ_LEVELS * pq->m * pq->ksub;
+	float	   *h;
+	double	   *work;
+	cudaError_t err;
+
+	if (pq->d_radii != NULL)
+		return GI_OK;
+	h = (float *) malloc(n * sizeof(float) + (size_t) pq->m * pq->ksub * pq->dsub * sizeof(float));
+	work = (double *) malloc((size_t) pq->ksub * sizeof(double));
+	if (h == NULL || work == NULL)
+	{
+		free(h);
+		free(work);
+		gi_cu_set_error("ivfpq search: out of host memory for the density table");
+		return GI_ERR_NOMEM;
+	}
+	/* the codebooks back from the device, then the table as the host makes it */
+	err = cudaMemcpyAsync(h + n, pq->d_books, (size_t) pq->m * pq->ksub * pq->dsub * sizeof(float),
+						  cudaMemcpyDeviceToHost, s->ss);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(s->ss);
+	if (err == cudaSuccess)
+	{
+		gi_pq_radii(h + n, pq->m, pq->ksub, pq->dsub, h, work);
+		err = cudaMalloc((void **) &pq->d_radii, n * sizeof(float));
+	}
+	if (err == cudaSuccess)
+		err = cudaMemcpyAsync(pq->d_radii, h, n * sizeof(float), cudaMemcpyHostToDevice, s->ss);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(s->ss);
+	free(h);
+	free(work);
+	if (err != cudaSuccess)
+	{
+		if (pq->d_radii != NULL)
+			cudaFree(pq->d_radii);
+		pq->d_radii = NULL;
+		return gi_cu_status(err, "ivfpq density table");
+	}
+	return GI_OK;
 }
 
 /* see cuda_ivfpq.h */
@@ -319,10 +327,18 @@ gi_status
 gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lists,
 			  uint32_t P, uint32_t k, gi_hit *d_hits, uint32_t *d_found, void *arg)
 {
-	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) arg;
+	gi_cu_pq_call *call = (gi_cu_pq_call *) arg;
 	gi_scan_args a;
 	gi_status	st;
 
+	if (call->g.mode != GI_PQ_SEARCH_LUT)
+	{
+		st = gi_pq_radii_ready(s, call->pq);
+		if (st != GI_OK)
+			return st;
+		call->g.radii = call->pq->d_radii;
+		call->g.rcap = gi_pq_reward_max(call->pq->m);
+	}
 	memset(&a, 0, sizeof(a));
 	a.lists = s->d_lists;
 	a.slabs = s->d_slabs;
@@ -338,7 +354,7 @@ gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lis
 	a.metric = (int) iv->metric;
 	a.flags = s->d_flags + 1;
 	if (k > GI_CU_FAST_K)
-		return gi_cu_general(s, iv, a, qc, d_hits, d_found, gi_pq_append, pq);
+		return gi_cu_general(s, iv, a, qc, d_hits, d_found, gi_pq_append, call);
 
 	a.cap = gi_topk_cap(k);
 	a.G = gi_cu_groups(s, qc, P);
@@ -350,7 +366,7 @@ gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lis
 		if (st != GI_OK)
 			return st;
 	}
-	st = gi_pq_launch<false>(s, pq, a, qc * a.G);
+	st = gi_pq_launch<false>(s, call->pq, a, qc * a.G, call->g);
 	if (st != GI_OK)
 		return st;
 	if (a.G > 1)

@@ -13,7 +13,8 @@
  * State (set_state, once per store): a gi_ivfpq_state, then the nlists *
  * dim centroids, then the m * ksub * dsub codebook floats (sub-space
  * major, then entry, then dimension).  Search parameters: a
- * gi_ivf_search_params.  Queries: nq * dim floats, as for IVF.
+ * gi_ivfpq_search_params (IVF's, then the search mode).  Queries: nq * dim
+ * floats, as for IVF.
  *
  * Distances (asymmetric: the query is exact, the record its code): with
  * c the list's centroid and e_j the entry of code byte j,
@@ -69,6 +70,23 @@ gi_ivfpq_state_codebooks(const gi_ivfpq_state *state)
 {
 	return gi_ivfpq_state_centroids(state) + (size_t) state->ivf.nlists * state->ivf.dim;
 }
+
+/* how a search scores the codes (gi_pq_select.h for the selective ones) */
+typedef enum gi_pq_search_mode
+{
+	GI_PQ_SEARCH_LUT = 0,		/* every code's table value (the distances above) */
+	GI_PQ_SEARCH_JUNO = 1,		/* JUNO: rewards of the entries within a threshold */
+	GI_PQ_SEARCH_HITS = 2		/* JUNO's hit counts: inner and outer thresholds */
+} gi_pq_search_mode;
+
+typedef struct gi_ivfpq_search_params
+{
+	gi_ivf_search_params ivf;	/* dim, probes */
+	uint32_t	mode;			/* gi_pq_search_mode */
+	uint32_t	select;			/* selective modes: entries a threshold keeps, 2^i <= 256 */
+	float		scale;			/* selective modes: factor on the density radius, > 0 */
+	uint32_t	pad;
+} gi_ivfpq_search_params;
 
 /*
  * The code of a residual: per sub-space the entry nearest in squared L2

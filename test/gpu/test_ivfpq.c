@@ -4,7 +4,9 @@
  *		searches under every metric over encoded vectors (several probes,
  *		k from 1 to the sort path, empty lists, deleted rows, few and many
  *		queries), tables too large for shared memory, and random
- *		differentials over arbitrary code bytes.
+ *		differentials over arbitrary code bytes; the same for the
+ *		selective modes (JUNO's threshold search, hit counts), whose
+ *		answers must equal the host's exactly.
  *
  * Hits are compared as test_ivf.c compares the IVF kind (compare_hits);
  * each device hit is re-scored here from the host store's copy of the code
@@ -21,6 +23,9 @@
 static uint32_t pq_dim;
 static uint32_t pq_m;
 static uint32_t pq_ksub;
+
+/* the search mode of pq_search (the IVF part is filled per call) */
+static gi_ivfpq_search_params pq_mode = {.mode = GI_PQ_SEARCH_LUT, .select = 16, .scale = 1.0f};
 
 /* ---- the kind's state and search ------------------------------------------- */
 
@@ -84,8 +89,10 @@ pq_search(const gi_backend_ops *B, pair *p, gi_store *s, gi_metric m, uint32_t n
 		  const float *qs, uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
 {
 	gi_ivfpq_state *st = pq_state(p);
-	gi_ivf_search_params sp = {st->ivf.dim, probes};
+	gi_ivfpq_search_params sp = pq_mode;
 
+	sp.ivf.dim = st->ivf.dim;
+	sp.ivf.probes = probes;
 	if (st->ivf.metric != (uint32_t) m)
 	{
 		st->ivf.metric = m;
@@ -169,7 +176,8 @@ pq_hit_is_real(pair *p, gi_metric m, const float *q, uint64_t key, float d)
 		uint32_t	list;
 
 		if (gi_host_store_row(p->h, rows[i], &list, NULL, code))
-			ok = dist_near(pq_ref_distance(pq_state(p), m, q, list, code), d);
+			ok = pq_mode.mode != GI_PQ_SEARCH_LUT ||
+				dist_near(pq_ref_distance(pq_state(p), m, q, list, code), d);
 	}
 	free(code);
 	return ok;
@@ -207,6 +215,20 @@ pq_compare_search(pair *p, gi_metric m, uint32_t nq, const float *queries,
 					 when, (int) m, nq, probes, k, q);
 			compare_hits(p, m, queries + (size_t) q * dim, k, ha + (size_t) q * k, fa[q],
 						 hb + (size_t) q * k, fb[q], pq_hit_is_real, what);
+			/* the selective modes' integer sums: the host's answer exactly */
+			for (uint32_t r = 0; pq_mode.mode != GI_PQ_SEARCH_LUT && r < fa[q] && fa[q] == fb[q]; r++)
+			{
+				const gi_hit *x = ha + (size_t) q * k + r;
+				const gi_hit *y = hb + (size_t) q * k + r;
+
+				if (x->key != y->key || memcmp(&x->distance, &y->distance, sizeof(float)) != 0)
+				{
+					EXPECT(false, "%s mode %u select %u: rank %u host (%" PRIu64 ", %.9g), cuda (%" PRIu64 ", %.9g)",
+						   what, pq_mode.mode, pq_mode.select, r, x->key, (double) x->distance,
+						   y->key, (double) y->distance);
+					break;
+				}
+			}
 		}
 	}
 	free(ha);
@@ -250,7 +272,11 @@ pq_random_search(pair *p, rng *r, const char *when)
 	if (k > 1024 && nq > 40)
 		nq = 1 + rbelow(r, 40);
 	qs = pq_random_queries(p, r, nq);
+	pq_mode.mode = rbelow(r, 3);
+	pq_mode.select = 1u << rbelow(r, 9);
+	pq_mode.scale = rchance(r, 0.5) ? 1.0f : 0.25f + rfloat(r) * rfloat(r) * 3.0f;
 	pq_compare_search(p, m, nq, qs, probes, k, when);
+	pq_mode.mode = GI_PQ_SEARCH_LUT;
 	free(qs);
 }
 
@@ -383,7 +409,7 @@ test_pq_invalid(void)
 	gi_store   *cs = NULL;
 	size_t		bytes = gi_ivfpq_state_size(3, 8, 4);
 	gi_ivfpq_state *st = calloc(1, gi_ivfpq_state_size(3, 16, 300));
-	gi_ivf_search_params sp = {8, 1};
+	gi_ivfpq_search_params sp = {{8, 1}, GI_PQ_SEARCH_LUT, 16, 1.0f, 0};
 	gi_hit		hit[4];
 	uint32_t	found = 7;
 	float		q[16] = {0};
@@ -443,18 +469,31 @@ test_pq_invalid(void)
 	EXPECT(HK->set_state(hs, st, bytes) == GI_OK && CK->set_state(cs, st, bytes) == GI_OK,
 		   "valid state: %s", C->last_error());
 
-	sp.dim = 4;
+	sp.ivf.dim = 4;
 	both_invalid(HK->search(hs, &sp, 1, q, 16, 1, hit, &found),
 				 CK->search(cs, &sp, 1, q, 16, 1, hit, &found), "search of another dimension");
-	sp.dim = 8;
+	sp.ivf.dim = 8;
 	both_invalid(HK->search(hs, &sp, 1, q, 36, 1, hit, &found),
 				 CK->search(cs, &sp, 1, q, 36, 1, hit, &found), "query bytes do not match nq");
 	both_invalid(HK->search(hs, NULL, 1, q, 32, 1, hit, &found),
 				 CK->search(cs, NULL, 1, q, 32, 1, hit, &found), "no parameters");
-	sp.probes = 0;
+	sp.ivf.probes = 0;
 	both_invalid(HK->search(hs, &sp, 1, q, 32, 1, hit, &found),
 				 CK->search(cs, &sp, 1, q, 32, 1, hit, &found), "probes 0");
-	sp.probes = 1;
+	sp.ivf.probes = 1;
+	sp.mode = 3;
+	both_invalid(HK->search(hs, &sp, 1, q, 32, 1, hit, &found),
+				 CK->search(cs, &sp, 1, q, 32, 1, hit, &found), "unknown search mode");
+	sp.mode = GI_PQ_SEARCH_JUNO;
+	sp.select = 24;
+	both_invalid(HK->search(hs, &sp, 1, q, 32, 1, hit, &found),
+				 CK->search(cs, &sp, 1, q, 32, 1, hit, &found), "selection not a power of two");
+	sp.select = 16;
+	sp.scale = -1.0f;
+	both_invalid(HK->search(hs, &sp, 1, q, 32, 1, hit, &found),
+				 CK->search(cs, &sp, 1, q, 32, 1, hit, &found), "negative scale");
+	sp.scale = 1.0f;
+	sp.mode = GI_PQ_SEARCH_LUT;
 	EXPECT(CK->search(cs, &sp, 0, q, 0, 1, hit, &found) == GI_OK, "nq 0 refused: %s",
 		   C->last_error());
 	found = 7;
@@ -465,8 +504,8 @@ test_pq_invalid(void)
 		   hit[3].key == 0 && isinf(hit[3].distance), "empty store: found %u", found);
 
 	/* an IVF search of an IVF-PQ store has no state */
-	both_invalid(H->kinds[GI_KIND_IVF]->search(hs, &sp, 1, q, 32, 1, hit, &found),
-				 C->kinds[GI_KIND_IVF]->search(cs, &sp, 1, q, 32, 1, hit, &found),
+	both_invalid(H->kinds[GI_KIND_IVF]->search(hs, &sp.ivf, 1, q, 32, 1, hit, &found),
+				 C->kinds[GI_KIND_IVF]->search(cs, &sp.ivf, 1, q, 32, 1, hit, &found),
 				 "IVF search of an IVF-PQ store");
 
 	/* empty store: padding only */
@@ -568,6 +607,71 @@ test_pq_global_lut(void)
 	pair_close(&p);
 }
 
+/*
+ * The selective modes over encoded vectors: every metric, selections from
+ * one entry to the whole codebook, scales, probes, k up to the sort path;
+ * 2-d sub-spaces as the access method's default, and a table in global
+ * memory.
+ */
+static void
+test_pq_selective(void)
+{
+	static const gi_ivfpq_search_params modes[] = {
+		{.mode = GI_PQ_SEARCH_JUNO, .select = 16, .scale = 1.0f},
+		{.mode = GI_PQ_SEARCH_JUNO, .select = 1, .scale = 1.0f},
+		{.mode = GI_PQ_SEARCH_JUNO, .select = 256, .scale = 0.3f},
+		{.mode = GI_PQ_SEARCH_HITS, .select = 32, .scale = 1.0f},
+		{.mode = GI_PQ_SEARCH_HITS, .select = 2, .scale = 2.5f},
+	};
+	static const uint32_t probes[] = {1, 7, 40};
+	static const uint32_t ks[] = {1, 10, 1500};
+	pair		p;
+	rng			r = {59};
+	uint32_t	n = (uint32_t) scaled(6000);
+	float	   *qs;
+	char		when[96];
+
+	if (!pq_pair(&p, 40, 32, 16, 256, &r))
+		return;
+	pq_fill(&p, &r, n, 34, 1000, "fill");
+	pq_delete_every(&p, n, 1000, 4, "delete a quarter");
+	qs = pq_random_queries(&p, &r, 500);
+	for (size_t mo = 0; mo < sizeof(modes) / sizeof(modes[0]); mo++)
+	{
+		pq_mode = modes[mo];
+		for (int mi = 0; mi < 3; mi++)
+			for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi++)
+				for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
+				{
+					if (checks_failed > 20)
+						break;
+					snprintf(when, sizeof(when), "selective, mode %u select %u",
+							 modes[mo].mode, modes[mo].select);
+					pq_compare_search(&p, (gi_metric) mi, ks[ki] > 1024 ? 9 : 500, qs,
+									  probes[pi], ks[ki], when);
+				}
+	}
+	pair_close(&p);
+	free(qs);
+
+	/* 256 sub-spaces of 256 entries: the table lives in global memory */
+	r.s = 61;
+	if (pq_pair(&p, 6, 256, 256, 256, &r))
+	{
+		pq_fill(&p, &r, (uint32_t) scaled(2000), 6, 7, "fill");
+		qs = pq_random_queries(&p, &r, 30);
+		for (size_t mo = 0; mo < sizeof(modes) / sizeof(modes[0]); mo += 3)
+		{
+			pq_mode = modes[mo];
+			pq_compare_search(&p, GI_METRIC_L2, 30, qs, 3, 10, "selective, global tables");
+			pq_compare_search(&p, GI_METRIC_IP, 3, qs, 6, 1500, "selective, global tables");
+		}
+		free(qs);
+		pair_close(&p);
+	}
+	pq_mode.mode = GI_PQ_SEARCH_LUT;
+}
+
 /* set_state again (another metric, other codebooks): the search follows */
 static void
 test_pq_set_state(void)
@@ -636,6 +740,7 @@ static const test_case ivfpq_tests[] = {
 	{"ivfpq: metrics, probes, k, empty lists, deletes", test_pq_metrics, false},
 	{"ivfpq: odd m, small codebooks", test_pq_odd_m, false},
 	{"ivfpq: tables in global memory", test_pq_global_lut, false},
+	{"ivfpq: selective modes (juno, hits) equal the host", test_pq_selective, false},
 	{"ivfpq: set_state replaces codebooks and metric", test_pq_set_state, false},
 	{"ivfpq: random differential", test_pq_diff, false},
 	{"ivfpq: random differential, codes past the codebook", test_pq_diff_small_books, false},

@@ -7,7 +7,11 @@
  * from the reconstructed vector c + e (the definition in gi_kind_ivfpq.h,
  * not a look-up table), probing the lists with the nearest centroids
  * exactly as the IVF kind does; the expected answer is a full sort by
- * (distance, key), compared with a float tolerance.
+ * (distance, key), compared with a float tolerance.  The selective modes'
+ * reference computes each sub-space's threshold from a sort of the
+ * codebook's distances and a record's estimate as the sum of
+ * min(table value, threshold) (juno) or from its hit counts (hits), in
+ * double without the integer rewards, whose rounding the tolerance allows.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -69,6 +73,149 @@ ref_distance(gi_metric metric, const float *q, const double *x)
 	return 1.0 - acc / sqrt(qn);
 }
 
+typedef struct ref_mode
+{
+	uint32_t	mode;			/* gi_pq_search_mode */
+	uint32_t	select;
+	float		scale;
+} ref_mode;
+
+static int
+ref_cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* the table value of (sub-space s, entry e) in distance sense, as a float */
+static float
+ref_value(gi_metric metric, const float *q, const float *c, const float *books,
+		  uint32_t ksub, uint32_t dsub, uint32_t s, uint32_t e)
+{
+	double		acc = 0.0;
+
+	for (uint32_t j = 0; j < dsub; j++)
+	{
+		double		qj = q[s * dsub + j];
+		double		ev = books[((size_t) s * ksub + e) * dsub + j];
+
+		if (metric == GI_METRIC_L2)
+			acc += (qj - c[s * dsub + j] - ev) * (qj - c[s * dsub + j] - ev);
+		else
+			acc += qj * ev;
+	}
+	return metric == GI_METRIC_L2 ? (float) acc : -(float) acc;
+}
+
+/*
+ * The threshold of sub-space s: around the entry with the smallest value,
+ * the distance to its n-th nearest entry (itself first) by a full sort.
+ */
+static float
+ref_threshold(gi_metric metric, const float *q, const float *books, uint32_t ksub,
+			  uint32_t dsub, uint32_t s, float vmin, uint32_t emin, uint32_t n, float scale)
+{
+	double	   *d = malloc(sizeof(double) * ksub);
+	double		r;
+	double		qn = 0.0;
+
+	for (uint32_t o = 0; o < ksub; o++)
+	{
+		d[o] = 0.0;
+		for (uint32_t j = 0; j < dsub; j++)
+		{
+			double		t = (double) books[((size_t) s * ksub + emin) * dsub + j] -
+				books[((size_t) s * ksub + o) * dsub + j];
+
+			d[o] += t * t;
+		}
+	}
+	qsort(d, ksub, sizeof(double), ref_cmp_double);
+	r = (float) sqrt(d[(n < ksub ? n : ksub) - 1]);
+	free(d);
+	if (metric == GI_METRIC_L2)
+		return (float) ((sqrt(vmin) + (double) scale * r) * (sqrt(vmin) + (double) scale * r));
+	for (uint32_t j = 0; j < dsub; j++)
+		qn += (double) q[s * dsub + j] * q[s * dsub + j];
+	return (float) (vmin + sqrt(qn) * ((double) scale * r));
+}
+
+/*
+ * A selective mode's estimate of every record of list l (code bytes of
+ * record i at codes + i * rb) into dist[], and how far the integer
+ * rewards may move it (tol).
+ */
+static void
+ref_selective(gi_metric metric, const ref_mode *mo, const float *q, const float *c,
+			  const float *books, uint32_t m, uint32_t ksub, const uint8_t *code,
+			  double *dist, double *tol)
+{
+	uint32_t	dsub = DIM / m;
+	double		sum_tau = 0.0;
+	double		span = 0.0;
+	double		rmax = 0.0;
+	double		sum = 0.0;
+	uint32_t	hits = 0;
+	double		qc = 0.0;
+	double		qn = 0.0;
+	double		d;
+
+	for (uint32_t s = 0; s < m; s++)
+	{
+		float		vmin = 0.0f;
+		uint32_t	emin = 0;
+		float		tau;
+		float		tau_in;
+		float		v;
+
+		for (uint32_t e = 0; e < ksub; e++)
+		{
+			float		x = ref_value(metric, q, c, books, ksub, dsub, s, e);
+
+			if (e == 0 || x < vmin)
+			{
+				vmin = x;
+				emin = e;
+			}
+		}
+		tau = ref_threshold(metric, q, books, ksub, dsub, s, vmin, emin, mo->select, mo->scale);
+		tau_in = ref_threshold(metric, q, books, ksub, dsub, s, vmin, emin,
+							   mo->select >= 4 ? mo->select / 4 : 1, mo->scale);
+		sum_tau += tau;
+		span += (double) tau - vmin;
+		if ((double) tau - vmin > rmax)
+			rmax = (double) tau - vmin;
+		v = ref_value(metric, q, c, books, ksub, dsub, s, code[s]);
+		sum += v < tau ? v : tau;
+		hits += v <= tau_in ? 2 : v <= tau ? 1 : 0;
+	}
+	if (mo->mode == GI_PQ_SEARCH_HITS)
+	{
+		d = sum_tau - span / (2.0 * m) * hits;
+		*tol = 1e-9;
+	}
+	else
+	{
+		d = sum;
+		*tol = m * rmax / 65535.0;
+	}
+	for (int j = 0; j < DIM; j++)
+	{
+		qc += (double) q[j] * c[j];
+		qn += (double) q[j] * q[j];
+	}
+	if (metric == GI_METRIC_IP)
+		d = -(qc - d);
+	else if (metric == GI_METRIC_COSINE)
+	{
+		d = 1.0 - (qc - d) / sqrt(qn);
+		*tol /= sqrt(qn);
+	}
+	*dist = d;
+}
+
 /* the IVF kind's choice of lists: (centroid distance, list) */
 static void
 ref_probe(gi_metric metric, const float *cent, const float *q, uint32_t probes,
@@ -103,7 +250,7 @@ ref_probe(gi_metric metric, const float *cent, const float *q, uint32_t probes,
 }
 
 static void
-run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
+run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref_mode *mo)
 {
 	uint32_t	dsub = DIM / m;
 	size_t		bytes = gi_ivfpq_state_size(NLISTS, DIM, ksub);
@@ -118,7 +265,8 @@ run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
 	gi_store   *s;
 	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVFPQ];
 	float		q[DIM];
-	gi_ivf_search_params p = {.dim = DIM, .probes = probes};
+	gi_ivfpq_search_params p = {.ivf = {.dim = DIM, .probes = probes},
+	.mode = mo->mode, .select = mo->select, .scale = mo->scale};
 	uint32_t	k = 15;
 	gi_hit		hits[15];
 	uint32_t	found;
@@ -150,6 +298,7 @@ run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
 		bool		probed[NLISTS];
 		ref_hit    *ref = malloc(sizeof(ref_hit) * NREC);
 		uint32_t	nref = 0;
+		double		maxtol = 0.0;
 
 		for (int j = 0; j < DIM; j++)
 			q[j] = 3.0f * rng_float();
@@ -160,11 +309,23 @@ run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
 
 			if (i == 7 || !probed[lists[i]])
 				continue;
-			for (uint32_t s2 = 0; s2 < m; s2++)
-				for (uint32_t j = 0; j < dsub; j++)
-					x[s2 * dsub + j] = (double) cent[lists[i] * DIM + s2 * dsub + j] +
-						books[((size_t) s2 * ksub + codes[(size_t) i * rb + s2]) * dsub + j];
-			ref[nref].dist = ref_distance(metric, q, x);
+			if (mo->mode != GI_PQ_SEARCH_LUT)
+			{
+				double		tol;
+
+				ref_selective(metric, mo, q, cent + lists[i] * DIM, books, m, ksub,
+							  codes + (size_t) i * rb, &ref[nref].dist, &tol);
+				if (tol > maxtol)
+					maxtol = tol;
+			}
+			else
+			{
+				for (uint32_t s2 = 0; s2 < m; s2++)
+					for (uint32_t j = 0; j < dsub; j++)
+						x[s2 * dsub + j] = (double) cent[lists[i] * DIM + s2 * dsub + j] +
+							books[((size_t) s2 * ksub + codes[(size_t) i * rb + s2]) * dsub + j];
+				ref[nref].dist = ref_distance(metric, q, x);
+			}
 			ref[nref].key = keys[i];
 			nref++;
 		}
@@ -173,7 +334,7 @@ run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
 		assert_int_equal(found, nref < k ? nref : k);
 		for (uint32_t r = 0; r < found; r++)
 		{
-			double		tol = 1e-4 * (1.0 + fabs(ref[r].dist));
+			double		tol = 1e-4 * (1.0 + fabs(ref[r].dist)) + maxtol;
 
 			assert_true(fabs(hits[r].distance - ref[r].dist) <= tol);
 			/* the same record, unless two distances lie within rounding */
@@ -190,13 +351,15 @@ run_metric(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes)
 	free(st);
 }
 
+static const ref_mode lut = {GI_PQ_SEARCH_LUT, 16, 1.0f};
+
 static void
 test_pq_l2(void **state)
 {
 	(void) state;
 	rng_seed(41);
-	run_metric(GI_METRIC_L2, 6, 256, 3);
-	run_metric(GI_METRIC_L2, 12, 16, NLISTS);
+	run_mode(GI_METRIC_L2, 6, 256, 3, &lut);
+	run_mode(GI_METRIC_L2, 12, 16, NLISTS, &lut);
 }
 
 static void
@@ -204,8 +367,31 @@ test_pq_ip_cosine(void **state)
 {
 	(void) state;
 	rng_seed(42);
-	run_metric(GI_METRIC_IP, 4, 64, 2);
-	run_metric(GI_METRIC_COSINE, 3, 256, NLISTS);
+	run_mode(GI_METRIC_IP, 4, 64, 2, &lut);
+	run_mode(GI_METRIC_COSINE, 3, 256, NLISTS, &lut);
+}
+
+/* JUNO's threshold search and its hit counts, every metric, several selections */
+static void
+test_pq_selective(void **state)
+{
+	const ref_mode modes[] = {
+		{GI_PQ_SEARCH_JUNO, 16, 1.0f},
+		{GI_PQ_SEARCH_JUNO, 1, 1.0f},
+		{GI_PQ_SEARCH_JUNO, 256, 0.5f},
+		{GI_PQ_SEARCH_HITS, 32, 1.0f},
+		{GI_PQ_SEARCH_HITS, 4, 2.0f},
+	};
+
+	(void) state;
+	rng_seed(43);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+	{
+		run_mode(GI_METRIC_L2, 6, 256, 3, &modes[i]);
+		run_mode(GI_METRIC_L2, 12, 16, NLISTS, &modes[i]);
+		run_mode(GI_METRIC_IP, 4, 64, 2, &modes[i]);
+		run_mode(GI_METRIC_COSINE, 3, 256, NLISTS, &modes[i]);
+	}
 }
 
 /* the encoder: per sub-space the nearest entry, the lowest on ties */
@@ -239,7 +425,7 @@ test_pq_bad_state(void **state)
 	gi_store_params sp = {.nlists = 2, .record_bytes = 4, .key_mode = GI_KEYS_UNIQUE};
 	gi_store   *s;
 	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVFPQ];
-	gi_ivf_search_params p = {.dim = 8, .probes = 1};
+	gi_ivfpq_search_params p = {.ivf = {.dim = 8, .probes = 1}, .select = 16, .scale = 1.0f};
 	float		q[8] = {0};
 	gi_hit		hits[2];
 	uint32_t	found;
@@ -264,6 +450,19 @@ test_pq_bad_state(void **state)
 	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
 	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_OK);
 	assert_int_equal(found, 0);
+	/* search modes and selections out of range */
+	p.mode = 3;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.mode = GI_PQ_SEARCH_JUNO;
+	p.select = 12;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.select = 512;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.select = 16;
+	p.scale = 0.0f;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.scale = 1.0f;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_OK);
 	ops->store_destroy(s);
 	free(st);
 }
@@ -274,6 +473,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pq_l2),
 		cmocka_unit_test(test_pq_ip_cosine),
+		cmocka_unit_test(test_pq_selective),
 		cmocka_unit_test(test_pq_encode),
 		cmocka_unit_test(test_pq_bad_state),
 	};

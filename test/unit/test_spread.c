@@ -452,7 +452,9 @@ run_ivf(gi_kind kind, gi_metric metric, uint32_t nshards)
 	for (uint32_t p = 0; p < 3; p++)
 		for (uint32_t t = 0; t < 3; t++)
 		{
-			gi_ivf_search_params sprm = {.dim = dim, .probes = probes[p]};
+			/* IVF reads the first part; IVF-PQ also its mode, selective every other time */
+			gi_ivfpq_search_params sprm = {.ivf = {.dim = dim, .probes = probes[p]},
+			.mode = pq && t == 1 ? GI_PQ_SEARCH_JUNO : GI_PQ_SEARCH_LUT, .select = 16, .scale = 1.0f};
 
 			spread_compare(&sp, &sprm, nq, queries, sizeof(float) * nq * dim, ks[t]);
 		}
@@ -462,7 +464,8 @@ run_ivf(gi_kind kind, gi_metric metric, uint32_t nshards)
 	spread_insert(&sp, 200, lists, keys, payloads);
 	for (uint32_t p = 0; p < 3; p++)
 	{
-		gi_ivf_search_params sprm = {.dim = dim, .probes = probes[p]};
+		gi_ivfpq_search_params sprm = {.ivf = {.dim = dim, .probes = probes[p]},
+		.mode = pq && p == 2 ? GI_PQ_SEARCH_HITS : GI_PQ_SEARCH_LUT, .select = 8, .scale = 1.0f};
 
 		spread_compare(&sp, &sprm, nq, queries, sizeof(float) * nq * dim, 10);
 		spread_compare(&sp, &sprm, nq, queries, sizeof(float) * nq * dim, 2000);

@@ -202,6 +202,9 @@ extern int	gpuivf_scan_batch;
 extern int	gpuivf_iterative_scan;
 extern int	gpuivf_max_probes;
 extern int	gpuivf_pq_rerank;
+extern int	gpuivf_pq_search;
+extern int	gpuivf_pq_select;
+extern double gpuivf_pq_threshold_scale;
 
 /* gpuivf.iterative_scan */
 #define GPUIVF_ITERATIVE_OFF		0

@@ -99,6 +99,14 @@ gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 
 	call.args.k = k;
 	GI_KARGS(&call.args, gi_ivf_search_params)->dim = dim;
 	GI_KARGS(&call.args, gi_ivf_search_params)->probes = probes;
+	if (pq)
+	{
+		gi_ivfpq_search_params *p = GI_KARGS(&call.args, gi_ivfpq_search_params);
+
+		p->mode = (uint32) gpuivf_pq_search;
+		p->select = (uint32) gpuivf_pq_select;
+		p->scale = (float) gpuivf_pq_threshold_scale;
+	}
 	call.in = queries;
 	call.in_size = (Size) nq * dim * sizeof(float4);
 	call.out_capacity = gi_search_out_size(nq, k);

@@ -10,12 +10,34 @@
 #include "utils/guc.h"
 
 #include "gpuivf.h"
+#include "gi_kind_ivfpq.h"
 
 int			gpuivf_probes = 10;
 int			gpuivf_scan_batch = 100;
 int			gpuivf_iterative_scan = GPUIVF_ITERATIVE_OFF;
 int			gpuivf_max_probes = GPUIVF_MAX_LISTS;
 int			gpuivf_pq_rerank = 0;
+int			gpuivf_pq_search = GI_PQ_SEARCH_LUT;
+int			gpuivf_pq_select = 64;
+double		gpuivf_pq_threshold_scale = 1.0;
+
+static const struct config_enum_entry pq_search_options[] = {
+	{"lut", GI_PQ_SEARCH_LUT, false},
+	{"juno", GI_PQ_SEARCH_JUNO, false},
+	{"hits", GI_PQ_SEARCH_HITS, false},
+	{NULL, 0, false}
+};
+
+static bool
+check_pq_select(int *newval, void **extra, GucSource source)
+{
+	if ((*newval & (*newval - 1)) != 0)
+	{
+		GUC_check_errdetail("gpuivf.pq_select must be a power of two (1, 2, 4, ..., 256).");
+		return false;
+	}
+	return true;
+}
 
 static const struct config_enum_entry iterative_scan_options[] = {
 	{"off", GPUIVF_ITERATIVE_OFF, false},
@@ -109,6 +131,36 @@ gpuivf_init(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuivf.pq_search",
+							 "How a search of a pq gpuivf index scores the codes.",
+							 "lut: every code's look-up-table distance (plain IVF-PQ); "
+							 "juno: only the codebook entries within a threshold of the query count "
+							 "(JUNO's selective search); hits: JUNO's hit counts, two thresholds.",
+							 &gpuivf_pq_search,
+							 GI_PQ_SEARCH_LUT, pq_search_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuivf.pq_select",
+							"Codebook entries near the query that set each sub-space's threshold in the juno and hits searches.",
+							"A power of two: the threshold takes in the nearest entry's pq_select nearest "
+							"entries (hits: a quarter of them for the inner threshold).  More: better recall, more work.",
+							&gpuivf_pq_select,
+							64, 1, GI_PQ_MAX_KSUB,
+							PGC_USERSET,
+							0,
+							check_pq_select, NULL, NULL);
+
+	DefineCustomRealVariable("gpuivf.pq_threshold_scale",
+							 "Factor on the density radius of the juno and hits thresholds.",
+							 "Above 1 the thresholds take in more entries, below 1 fewer.",
+							 &gpuivf_pq_threshold_scale,
+							 1.0, 0.01, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuivf");
 }

@@ -4,6 +4,10 @@
  *		query's distances to every codebook entry, then one table read per
  *		code byte (distances as defined in gi_kind_ivfpq.h).
  *
+ * The selective modes (gi_pq_select.h) turn the same table into integer
+ * rewards of the entries within each sub-space's threshold and sum a
+ * reward per code byte.
+ *
  * The lists to probe, the threads and the top-k are host_ivf.c's; this
  * file only scores a list's records (a gi_host_list_scorer).
  */
@@ -12,8 +16,36 @@
 #include <string.h>
 
 #include "gi_kind_ivfpq.h"
+#include "gi_pq_select.h"
 #include "host_store.h"
 #include "host_topk.h"
+
+/* the kind's state in a store: the set_state bytes and the density table */
+typedef struct gi_host_pq_kind
+{
+	float	   *radii;			/* GI_PQ_LEVELS * m * ksub, made by the first selective search */
+	gi_ivfpq_state *st;			/* the state as set_state received it */
+} gi_host_pq_kind;
+
+/* what a selective search's scorer reads */
+typedef struct gi_host_pq_sel
+{
+	const gi_ivfpq_state *st;
+	const float *radii;
+	uint32_t	mode;
+	uint32_t	level;
+	float		scale;
+} gi_host_pq_sel;
+
+static void
+gi_host_pq_kind_free(void *p)
+{
+	gi_host_pq_kind *kind = p;
+
+	free(kind->radii);
+	free(kind->st);
+	free(kind);
+}
 
 /*
  * The table of one (query, list): lut[s * ksub + e] for sub-space s and
@@ -138,12 +170,123 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 	}
 }
 
+/*
+ * The gi_host_list_scorer of the selective modes: per sub-space the
+ * smallest table value (in distance sense), the threshold from the
+ * density radius of the entry giving it, the rewards of the table, then
+ * one reward per code byte summed in 32 bits (a code outside the codebook
+ * adds none).  scratch: the table, the rewards, two thresholds a
+ * sub-space.
+ */
+static void
+gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qnorm2,
+					uint32_t list, float *lut, struct gi_host_topk *best)
+{
+	const gi_host_pq_sel *ps = arg;
+	const gi_ivfpq_state *st = ps->st;
+	uint32_t	m = st->m;
+	uint32_t	ksub = st->ksub;
+	uint32_t	dsub = st->ivf.dim / m;
+	uint32_t	metric = st->ivf.metric;
+	uint32_t	rcap = gi_pq_reward_max(m);
+	uint32_t   *reward = (uint32_t *) (lut + (size_t) m * ksub);
+	float	   *tau = (float *) (reward + (size_t) m * ksub);
+	float	   *tau_in = tau + m;
+	double		qc = gi_host_pq_lut(st, q, list, lut);
+	double		sum_tau = 0.0;
+	double		span = 0.0;
+	double		rmax = 0.0;
+	double		factor;
+	double		unit;
+	uint32_t	slab;
+	gi_host_slab_view view;
+
+	for (uint32_t s = 0; s < m; s++)
+	{
+		const float *row = lut + (size_t) s * ksub;
+		float		vmin = 0.0f;
+		uint32_t	emin = 0;
+		double		qn = 0.0;
+
+		for (uint32_t e = 0; e < ksub; e++)
+		{
+			float		v = metric == GI_METRIC_L2 ? row[e] : -row[e];
+
+			if (e == 0 || v < vmin)
+			{
+				vmin = v;
+				emin = e;
+			}
+		}
+		if (metric != GI_METRIC_L2)
+		{
+			for (uint32_t j = 0; j < dsub; j++)
+				qn += (double) q[s * dsub + j] * q[s * dsub + j];
+			qn = sqrt(qn);
+		}
+		tau[s] = gi_pq_threshold(metric, vmin,
+								 ps->radii[((size_t) ps->level * m + s) * ksub + emin],
+								 qn, ps->scale);
+		tau_in[s] = ps->mode != GI_PQ_SEARCH_HITS ? tau[s] :
+			gi_pq_threshold(metric, vmin,
+							ps->radii[((size_t) gi_pq_inner_level(ps->level) * m + s) * ksub + emin],
+							qn, ps->scale);
+		sum_tau += tau[s];
+		span += (double) tau[s] - vmin;
+		if ((double) tau[s] - vmin > rmax)
+			rmax = (double) tau[s] - vmin;
+	}
+	factor = gi_pq_factor(rmax, rcap);
+	unit = gi_pq_unit(ps->mode, factor, span, m);
+	for (uint32_t s = 0; s < m; s++)
+		for (uint32_t e = 0; e < ksub; e++)
+		{
+			float		t = lut[(size_t) s * ksub + e];
+
+			reward[(size_t) s * ksub + e] =
+				gi_pq_reward(ps->mode, metric == GI_METRIC_L2 ? t : -t, tau_in[s], tau[s],
+							 factor, rcap);
+		}
+
+	slab = gi_host_store_list_head(store, list);
+	while (slab != GI_NIL && gi_host_store_slab(store, slab, &view))
+	{
+		uint32_t	acc[GI_SLAB_RECORDS] = {0};
+		uint32_t	bits;
+		uint32_t	i;
+
+		for (uint32_t w = 0; w * 4 < m; w++)
+		{
+			const uint32_t *words = view.payload + (size_t) w * GI_SLAB_RECORDS;
+			uint32_t	nb = m - w * 4 < 4 ? m - w * 4 : 4;
+			const uint32_t *row = reward + (size_t) w * 4 * ksub;
+
+			for (i = 0; i < GI_SLAB_RECORDS; i++)
+			{
+				uint8_t		b[4];
+
+				memcpy(b, words + i, sizeof(b));
+				for (uint32_t j = 0; j < nb; j++)
+					if (b[j] < ksub)
+						acc[i] += row[j * ksub + b[j]];
+			}
+		}
+		for (bits = view.bitmap; bits; bits &= bits - 1)
+		{
+			i = (uint32_t) __builtin_ctz(bits);
+			gi_host_topk_push(best, gi_pq_estimate(metric, acc[i], sum_tau, unit, qc, qnorm2),
+							  view.keys[i]);
+		}
+		slab = view.next;
+	}
+}
+
 static gi_status
 gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
 {
 	const gi_store_params *params;
 	const gi_ivfpq_state *st = state;
-	void	   *copy;
+	gi_host_pq_kind *kind;
 
 	if (store == NULL || state == NULL || bytes < sizeof(gi_ivfpq_state))
 	{
@@ -167,15 +310,42 @@ gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
 		gi_host_set_error("ivfpq set_state: unknown metric %u", st->ivf.metric);
 		return GI_ERR_INVALID;
 	}
-	copy = malloc(bytes);
-	if (copy == NULL)
+	kind = calloc(1, sizeof(gi_host_pq_kind));
+	if (kind != NULL)
+		kind->st = malloc(bytes);
+	if (kind == NULL || kind->st == NULL)
 	{
+		free(kind);
 		gi_host_set_error("ivfpq set_state: out of memory for %zu bytes", bytes);
 		return GI_ERR_NOMEM;
 	}
-	memcpy(copy, state, bytes);
-	gi_host_store_set_kind_state(store, copy, free);
+	memcpy(kind->st, state, bytes);
+	gi_host_store_set_kind_state(store, kind, gi_host_pq_kind_free);
 	return GI_OK;
+}
+
+/* the density table of the store, made on first use */
+static const float *
+gi_host_pq_radii(gi_host_pq_kind *kind)
+{
+	const gi_ivfpq_state *st = kind->st;
+	double	   *work;
+
+	if (kind->radii != NULL)
+		return kind->radii;
+	kind->radii = malloc((size_t) GI_PQ_LEVELS * st->m * st->ksub * sizeof(float));
+	work = malloc((size_t) st->ksub * sizeof(double));
+	if (kind->radii == NULL || work == NULL)
+	{
+		free(kind->radii);
+		free(work);
+		kind->radii = NULL;
+		return NULL;
+	}
+	gi_pq_radii(gi_ivfpq_state_codebooks(st), st->m, st->ksub, st->ivf.dim / st->m,
+				kind->radii, work);
+	free(work);
+	return kind->radii;
 }
 
 static gi_status
@@ -183,33 +353,59 @@ gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
 					 const void *queries, size_t query_bytes, uint32_t k,
 					 gi_hit *hits, uint32_t *found)
 {
-	const gi_ivf_search_params *p = params;
+	const gi_ivfpq_search_params *p = params;
+	gi_host_pq_kind *kind;
 	const gi_ivfpq_state *st;
 	gi_host_list_scorer scorer;
+	gi_host_pq_sel sel;
 
 	if (store == NULL || p == NULL)
 	{
 		gi_host_set_error("ivfpq search: no store or no parameters");
 		return GI_ERR_INVALID;
 	}
-	st = gi_host_store_kind_state(store);
-	if (st == NULL)
+	kind = gi_host_store_kind_state(store);
+	if (kind == NULL)
 	{
 		gi_host_set_error("ivfpq search: the store has no codebooks (set_state was not called)");
 		return GI_ERR_INVALID;
 	}
-	if (p->dim != st->ivf.dim || query_bytes != (size_t) nq * st->ivf.dim * sizeof(float))
+	st = kind->st;
+	if (p->ivf.dim != st->ivf.dim || query_bytes != (size_t) nq * st->ivf.dim * sizeof(float))
 	{
 		gi_host_set_error("ivfpq search: %zu bytes of queries of dimension %u for an index of dimension %u",
-						  query_bytes, p->dim, st->ivf.dim);
+						  query_bytes, p->ivf.dim, st->ivf.dim);
+		return GI_ERR_INVALID;
+	}
+	if (p->mode > GI_PQ_SEARCH_HITS || p->select < 1 || p->select > GI_PQ_MAX_KSUB ||
+		(p->select & (p->select - 1)) != 0 || !(p->scale > 0.0f) || isinf(p->scale))
+	{
+		gi_host_set_error("ivfpq search: mode %u, selection %u, scale %g",
+						  p->mode, p->select, (double) p->scale);
 		return GI_ERR_INVALID;
 	}
 	scorer.scan = gi_host_pq_scan;
 	scorer.arg = st;
 	scorer.scratch_floats = (size_t) st->m * st->ksub;
+	if (p->mode != GI_PQ_SEARCH_LUT)
+	{
+		sel.st = st;
+		sel.radii = gi_host_pq_radii(kind);
+		if (sel.radii == NULL)
+		{
+			gi_host_set_error("ivfpq search: out of memory for the density table");
+			return GI_ERR_NOMEM;
+		}
+		sel.mode = p->mode;
+		sel.level = gi_pq_level(p->select);
+		sel.scale = p->scale;
+		scorer.scan = gi_host_pq_scan_sel;
+		scorer.arg = &sel;
+		scorer.scratch_floats = (size_t) 2 * st->m * st->ksub + 2 * st->m;
+	}
 	return gi_host_ivf_search_lists(store, gi_ivfpq_state_centroids(st), st->ivf.dim,
 									(gi_metric) st->ivf.metric, nq, queries,
-									p->probes, k, hits, found, &scorer);
+									p->ivf.probes, k, hits, found, &scorer);
 }
 
 const gi_kind_ops gi_host_ivfpq_kind = {

@@ -11,12 +11,15 @@
  * on one shard (every shard has all centroids): a search probes the same
  * lists everywhere and each shard scans those it holds.
  *
- * The IVF-PQ kind (gi_kind_ivfpq.h) has the same lists, queries and search
- * parameters; only its state (centroids and codebooks) and records
- * differ, so it shares everything here but the state check.  Its summary
- * starts with the gi_ivf_state the shared functions read.
+ * The IVF-PQ kind (gi_kind_ivfpq.h) has the same lists and queries; its
+ * state (centroids and codebooks), records and search parameters (IVF's
+ * and a search mode, which joins the merge group) differ, so it shares
+ * the rest.  Its summary starts with the gi_ivf_state the shared
+ * functions read.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "gi_kind.h"
 #include "gi_kind_ivfpq.h"
@@ -159,6 +162,54 @@ ivf_merge_search(const void *summary, const GiKindSearch *reqs, int n,
 	return gi_kind_concat_queries(reqs, n, query_bytes);
 }
 
+/* IVF's checks, and the search mode; searches merge only with the same mode */
+static int
+ivfpq_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
+				   char *err, Size errlen)
+{
+	const gi_ivfpq_search_params *p = GI_KARGS(req->args, gi_ivfpq_search_params);
+	int			rc = ivf_check_search(summary, req, group, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	if (p->mode > GI_PQ_SEARCH_HITS)
+	{
+		snprintf(err, errlen, "gpuindex ivf_pq search with unknown mode %u", p->mode);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (p->select < 1 || p->select > GI_PQ_MAX_KSUB || (p->select & (p->select - 1)) != 0 ||
+		!(p->scale > 0.0f) || isinf(p->scale))
+	{
+		snprintf(err, errlen,
+				 "gpuindex ivf_pq search selecting %u entries at scale %g (a power of two up to %d, a positive scale)",
+				 p->select, (double) p->scale, GI_PQ_MAX_KSUB);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (p->mode != GI_PQ_SEARCH_LUT)
+	{
+		uint32		bits;
+
+		memcpy(&bits, &p->scale, sizeof(bits));
+		*group |= ((uint64) p->mode << 21) | ((uint64) p->select << 23) | ((uint64) bits << 32);
+	}
+	return 0;
+}
+
+static const void *
+ivfpq_merge_search(const void *summary, const GiKindSearch *reqs, int n,
+				   void *params, Size *query_bytes)
+{
+	const gi_ivfpq_search_params *first = GI_KARGS(reqs[0].args, gi_ivfpq_search_params);
+	gi_ivfpq_search_params *p = params;
+	const void *queries = ivf_merge_search(summary, reqs, n, &p->ivf, query_bytes);
+
+	p->mode = first->mode;
+	p->select = first->select;
+	p->scale = first->scale;
+	p->pad = 0;
+	return queries;
+}
+
 static Size
 ivf_queries_size(const void *summary, const char *queries, uint32 n)
 {
@@ -200,8 +251,8 @@ const GiServiceKind gi_kind_ivfpq = {
 	.kind = GI_KIND_IVFPQ,
 	.name = "ivf_pq",
 	.check_state = ivfpq_check_state,
-	.check_search = ivf_check_search,
-	.merge_search = ivf_merge_search,
+	.check_search = ivfpq_check_search,
+	.merge_search = ivfpq_merge_search,
 	.queries_size = ivf_queries_size,
 	.route = ivf_route,
 	.describe = ivf_describe,
