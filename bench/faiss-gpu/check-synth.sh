@@ -7,7 +7,8 @@
 #      they must be identical (BENCH_N, BENCH_DIM, BENCH_LISTS as for the benchmarks)
 #   2. the .npy reader against numpy, on the SQL benchmark's cached datasets
 #      (bench/.cache/data/*/*.npy, or the files given as arguments)
-#   3. without a GPU, the store mode must say so and exit 77
+#   3. without a GPU, the store, sweep and pqsweep modes must say so and exit 77, and
+#      gpu-pqsweep.sh must hand that on (on the first cached dataset with a base.npy)
 # Run from anywhere: bash bench/faiss-gpu/check-synth.sh [FILE.npy...]
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,14 +59,29 @@ else
 fi
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
-	set +e
-	msg=$("$bin" store 2>&1 >/dev/null)
-	rc=$?
-	set -e
-	if [ $rc = 77 ] && echo "$msg" | grep -q "no CUDA device"; then
-		echo "ok: without a GPU: exit 77, \"$msg\""
-	else
-		echo "FAIL: without a GPU: exit $rc, \"$msg\""; fail=1
+	for mode in store sweep pqsweep; do
+		set +e
+		msg=$("$bin" $mode 2>&1 >/dev/null)
+		rc=$?
+		set -e
+		if [ $rc = 77 ] && echo "$msg" | grep -q "no CUDA device"; then
+			echo "ok: $mode without a GPU: exit 77, \"$msg\""
+		else
+			echo "FAIL: $mode without a GPU: exit $rc, \"$msg\""; fail=1
+		fi
+	done
+	ds=$(ls -d "$here"/bench/.cache/data/*/base.npy 2>/dev/null | head -1)
+	if [ -n "$ds" ]; then
+		ds=$(dirname "$ds")
+		set +e
+		FAISS_GPU_BENCH=$bin bash "$here/bench/faiss-gpu/gpu-pqsweep.sh" "$ds" "$v/pqsweep" --lists 100 >/dev/null 2>&1
+		rc=$?
+		set -e
+		if [ $rc = 77 ] && grep -q "no CUDA device" "$v/pqsweep/faiss_gpu_pqsweep.log"; then
+			echo "ok: gpu-pqsweep.sh on $(basename "$ds") without a GPU: exit 77, log in $v/pqsweep"
+		else
+			echo "FAIL: gpu-pqsweep.sh on $(basename "$ds") without a GPU: exit $rc"; fail=1
+		fi
 	fi
 fi
 exit $fail

@@ -1,6 +1,6 @@
 /*
  * faiss_gpu_bench.cpp
- *		A Faiss GPU IVF-Flat peer for gpuindex's benchmarks, linked against
+ *		A Faiss GPU IVF-Flat and IVFPQ peer for gpuindex's benchmarks, linked against
  *		a static Faiss 1.7.3 built from Debian bookworm's source package for
  *		sm_90 (bench/faiss-gpu/build.sh, README.md).
  *
@@ -16,6 +16,13 @@
  *			[--train-per-list 50] [--repeats 5] [--csv OUT.csv]
  *		the SQL benchmark's cached datasets (bench/.cache/data/NAME/): train
  *		with Faiss's k-means, add, then QPS and recall@10 per probes and batch.
+ *	 faiss_gpu_bench pqsweep --base B.npy --queries Q.npy --gt GT.npy --lists L
+ *			[--m 64] [--nbits 8] [--probes 1,2,4,8,16,32,64] [--batch 1,1000,10000]
+ *			[--metric l2|cosine|ip] [--train-per-list 50] [--pq-per-entry 256] [--pq-niter 25]
+ *			[--precomputed 0|1|0,1] [--float16-lut auto|0|1] [--interleaved 0|1]
+ *			[--repeats 5] [--csv OUT.csv]
+ *		the same with GpuIndexIVFPQ (Faiss trains the coarse quantizer and
+ *		the PQ codebooks); CSV adds m, nbits and bytes_per_vector.
  *	 faiss_gpu_bench synth-check		(no GPU) hashes of the store data, for
  *		bench/faiss-gpu/check-synth.sh
  *	 faiss_gpu_bench npy-check FILE...	(no GPU) what the .npy reader reads
@@ -30,6 +37,7 @@
 #include <faiss/IndexIVFFlat.h>
 #include <faiss/gpu/GpuIndexFlat.h>
 #include <faiss/gpu/GpuIndexIVFFlat.h>
+#include <faiss/gpu/GpuIndexIVFPQ.h>
 #include <faiss/gpu/StandardGpuResources.h>
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
@@ -93,7 +101,7 @@ fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static std::string
 fmt(const char *f, ...)
 {
-	char		buf[1024];
+	char		buf[4096];
 	va_list		ap;
 
 	va_start(ap, f);
@@ -300,8 +308,9 @@ faiss_bytes(StandardGpuResources &res, double *lists, double *all)
 		}
 }
 
+/* device, driver, CUDA runtime and cuBLAS versions */
 static std::string
-print_setup(StandardGpuResources &res, int interleaved)
+device_desc(StandardGpuResources &res)
 {
 	cudaDeviceProp p;
 	int			rt = 0;
@@ -312,8 +321,14 @@ print_setup(StandardGpuResources &res, int interleaved)
 	cudaRuntimeGetVersion(&rt);
 	cudaDriverGetVersion(&drv);
 	cublasGetVersion(res.getResources()->getBlasHandle(0), &bl);
-	std::string dev = fmt("%s (sm_%d%d, %.1f GiB), driver API %d, CUDA runtime %d (static), cuBLAS %d",
-						  p.name, p.major, p.minor, p.totalGlobalMem / 1073741824.0, drv, rt, bl);
+	return fmt("%s (sm_%d%d, %.1f GiB), driver API %d, CUDA runtime %d (static), cuBLAS %d",
+			   p.name, p.major, p.minor, p.totalGlobalMem / 1073741824.0, drv, rt, bl);
+}
+
+static std::string
+print_setup(StandardGpuResources &res, int interleaved)
+{
+	std::string dev = device_desc(res);
 	std::string fs = fmt("faiss %d.%d.%d (Debian bookworm source faiss_1.7.3-2, built for sm_90), "
 						 "GpuIndexIVFFlat, interleavedLayout %d, indicesOptions INDICES_64_BIT, float32 lists, "
 						 "StandardGpuResources defaults (temp memory %.0f MiB), k 10",
@@ -866,7 +881,7 @@ store_mode(const char *outdir)
 }
 
 /* ------------------------------------------------------------------ */
-/* sweep mode: the SQL benchmark's datasets                            */
+/* sweep and pqsweep modes: the SQL benchmark's datasets               */
 
 static std::vector<int>
 int_list(const char *s)
@@ -898,6 +913,145 @@ normalize(std::vector<float> &x, size_t d)
 		for (size_t j = 0; j < d; j++)
 			x[i * d + j] /= n;
 	}
+}
+
+/* one cached dataset: base, queries, ground truth (row numbers of base) */
+struct SweepData
+{
+	Npy			xb, xq, g;
+	size_t		n = 0, d = 0, nq = 0;
+	std::string metric;
+	faiss::MetricType mt = faiss::METRIC_L2;
+};
+
+/* reads the three files; metric from the ground truth's name unless given; returns seconds */
+static double
+sweep_data(const char *mode, const std::string &base, const std::string &queries,
+		   const std::string &gt, const std::string &metric, SweepData &s)
+{
+	double		t0 = now_ms();
+
+	s.metric = metric;
+	if (s.metric.empty())
+		s.metric = gt.find("cosine") != std::string::npos ? "cosine" :
+			gt.find("-ip") != std::string::npos ? "ip" : "l2";
+	read_npy(base, s.xb);
+	read_npy(queries, s.xq);
+	read_npy(gt, s.g);
+	if (s.xb.descr != "<f4" || s.xq.descr != "<f4" || s.g.i.empty() || s.xb.cols != s.xq.cols ||
+		s.g.rows != s.xq.rows || s.g.cols < 10)
+		throw std::runtime_error(std::string(mode) +
+								 ": want float32 base/queries of one dimension and int ground truth (>= 10 per query)");
+	s.n = s.xb.rows;
+	s.d = s.xb.cols;
+	s.nq = s.xq.rows;
+	s.mt = s.metric == "l2" ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+	if (s.metric == "cosine")
+	{
+		normalize(s.xb.f, s.d);
+		normalize(s.xq.f, s.d);
+	}
+	return (now_ms() - t0) * 1e-3;
+}
+
+/* m rows of the base drawn without replacement (seeded), in base order */
+static void
+draw_sample(const SweepData &s, size_t m, int seed, std::vector<float> &sample)
+{
+	std::vector<uint32_t> perm(s.n);
+	std::mt19937_64 rng(seed);
+
+	for (size_t i = 0; i < s.n; i++)
+		perm[i] = (uint32_t) i;
+	for (size_t i = 0; i < m; i++)
+		std::swap(perm[i], perm[i + rng() % (s.n - i)]);
+	std::sort(perm.begin(), perm.begin() + m);
+	sample.resize(m * s.d);
+	for (size_t i = 0; i < m; i++)
+		memcpy(&sample[i * s.d], &s.xb.f[(size_t) perm[i] * s.d], s.d * 4);
+}
+
+/* recall@10 of the first nq answers against the first 10 columns of the ground truth */
+static double
+recall10(const std::vector<idx_t> &lab, const SweepData &s)
+{
+	uint64_t	good = 0;
+
+	for (size_t q = 0; q < s.nq; q++)
+		for (int a = 0; a < 10; a++)
+			for (int b = 0; b < 10; b++)
+				if (lab[q * 10 + a] == s.g.i[q * s.g.cols + b])
+				{
+					good++;
+					break;
+				}
+	return (double) good / (s.nq * 10.0);
+}
+
+struct SweepPoint
+{
+	size_t		batch;			/* queries a call */
+	double		recall, qps, p50;
+};
+
+/*
+ * One (probes, batch) point, the probes already set: a warm-up call, then
+ * `repeats` passes over the queries in calls of `batch`; QPS = queries a pass
+ * / p50 of the pass times, p50 = p50 of the calls, recall@10 from the first
+ * pass.  A batch larger than the query set is clamped to it (tile false, the
+ * sweep mode) or made of the queries repeated in order until it is full, one
+ * call a pass (tile true, pqsweep); recall then counts the first copy.
+ */
+static SweepPoint
+sweep_point(faiss::Index &idx, const SweepData &s, int B0, int repeats, bool tile)
+{
+	size_t		d = s.d;
+	size_t		B = std::max(B0, 1);
+	size_t		rows = s.nq;
+	const float *xq = s.xq.f.data();
+	std::vector<float> tiled;
+
+	if (B > s.nq && !tile)
+		B = s.nq;
+	if (B > s.nq)
+	{
+		rows = B;
+		tiled.resize(rows * d);
+		for (size_t r = 0; r < rows; r++)
+			memcpy(&tiled[r * d], &s.xq.f[(r % s.nq) * d], d * 4);
+		xq = tiled.data();
+	}
+
+	std::vector<idx_t> lab(rows * 10);
+	std::vector<float> dist(rows * 10);
+	std::vector<double> calls, passes;
+	double		rec = 0;
+
+	idx.search((idx_t) B, xq, 10, dist.data(), lab.data());	/* warm-up */
+	for (int r = 0; r < repeats; r++)
+	{
+		double		p0 = now_ms();
+
+		for (size_t q = 0; q < rows; q += B)
+		{
+			size_t		b = std::min(B, rows - q);
+			double		c0 = now_ms();
+
+			idx.search((idx_t) b, xq + q * d, 10, dist.data() + q * 10, lab.data() + q * 10);
+			calls.push_back(now_ms() - c0);
+		}
+		passes.push_back(now_ms() - p0);
+		if (r == 0)
+			rec = recall10(lab, s);
+	}
+
+	SweepPoint	pt;
+
+	pt.batch = B;
+	pt.recall = rec;
+	pt.qps = rows / (pct(passes, 0.5) * 1e-3);
+	pt.p50 = pct(calls, 0.5);
+	return pt;
 }
 
 static int
@@ -932,29 +1086,13 @@ sweep_mode(int argc, char **argv)
 	}
 	if (base.empty() || queries.empty() || gt.empty() || lists <= 0)
 		throw std::runtime_error("sweep: --base, --queries, --gt and --lists are required");
-	if (metric.empty())
-		metric = gt.find("cosine") != std::string::npos ? "cosine" :
-			gt.find("-ip") != std::string::npos ? "ip" : "l2";
 
-	Npy			xb, xq, g;
-	double		t0 = now_ms();
+	SweepData	s;
+	double		read_s = sweep_data("sweep", base, queries, gt, metric, s);
+	size_t		n = s.n, d = s.d;
 
-	read_npy(base, xb);
-	read_npy(queries, xq);
-	read_npy(gt, g);
-	if (xb.descr != "<f4" || xq.descr != "<f4" || g.i.empty() || xb.cols != xq.cols ||
-		g.rows != xq.rows || g.cols < 10)
-		throw std::runtime_error("sweep: want float32 base/queries of one dimension and int ground truth (>= 10 per query)");
-	size_t		n = xb.rows, d = xb.cols, nq = xq.rows;
-	faiss::MetricType mt = metric == "l2" ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
-
-	if (metric == "cosine")
-	{
-		normalize(xb.f, d);
-		normalize(xq.f, d);
-	}
 	printf("sweep: %s (%zu x %zu), %zu queries, metric %s, %d lists; read in %.1f s\n",
-		   base.c_str(), n, d, nq, metric.c_str(), lists, (now_ms() - t0) * 1e-3);
+		   base.c_str(), n, d, s.nq, s.metric.c_str(), lists, read_s);
 
 	StandardGpuResources res;
 
@@ -965,7 +1103,7 @@ sweep_mode(int argc, char **argv)
 
 	cfg.device = 0;
 	cfg.indicesOptions = faiss::gpu::INDICES_64_BIT;
-	GpuIndexIVFFlat idx(&res, (int) d, lists, mt, cfg);
+	GpuIndexIVFFlat idx(&res, (int) d, lists, s.mt, cfg);
 
 	idx.cp.seed = seed;
 
@@ -974,27 +1112,15 @@ sweep_mode(int argc, char **argv)
 	std::vector<float> sample;
 
 	if (m < n)
-	{
-		std::vector<uint32_t> perm(n);
-		std::mt19937_64 rng(seed);
-
-		for (size_t i = 0; i < n; i++)
-			perm[i] = (uint32_t) i;
-		for (size_t i = 0; i < m; i++)
-			std::swap(perm[i], perm[i + rng() % (n - i)]);
-		std::sort(perm.begin(), perm.begin() + m);
-		sample.resize(m * d);
-		for (size_t i = 0; i < m; i++)
-			memcpy(&sample[i * d], &xb.f[(size_t) perm[i] * d], d * 4);
-	}
+		draw_sample(s, m, seed, sample);
 	size_t		free0 = dev_free();
+	double		t0 = now_ms();
 
-	t0 = now_ms();
-	idx.train((idx_t) m, m < n ? sample.data() : xb.f.data());
+	idx.train((idx_t) m, m < n ? sample.data() : s.xb.f.data());
 	CK(cudaDeviceSynchronize());
 	double		t1 = now_ms();
 
-	idx.add((idx_t) n, xb.f.data());
+	idx.add((idx_t) n, s.xb.f.data());
 	CK(cudaDeviceSynchronize());
 	double		t2 = now_ms();
 	double		build_s = (t2 - t0) * 1e-3;
@@ -1015,9 +1141,6 @@ sweep_mode(int argc, char **argv)
 			throw std::runtime_error(csvpath + ": " + strerror(errno));
 		fprintf(out, "system,dataset_n,dim,lists,probes,batch,recall10,qps,p50_ms,build_s\n");
 	}
-	std::vector<idx_t> lab(nq * 10);
-	std::vector<float> dist(nq * 10);
-
 	for (int P : probes)
 	{
 		if (P > lists)
@@ -1025,50 +1148,257 @@ sweep_mode(int argc, char **argv)
 		idx.setNumProbes(P);
 		for (int B0 : batches)
 		{
-			size_t		B = std::min((size_t) std::max(B0, 1), nq);
-			std::vector<double> calls, passes;
-			double		rec = 0;
-
-			idx.search((idx_t) B, xq.f.data(), 10, dist.data(), lab.data());	/* warm-up */
-			for (int r = 0; r < repeats; r++)
-			{
-				double		p0 = now_ms();
-
-				for (size_t q = 0; q < nq; q += B)
-				{
-					size_t		b = std::min(B, nq - q);
-					double		c0 = now_ms();
-
-					idx.search((idx_t) b, xq.f.data() + q * d, 10, dist.data() + q * 10, lab.data() + q * 10);
-					calls.push_back(now_ms() - c0);
-				}
-				passes.push_back(now_ms() - p0);
-				if (r == 0)
-				{
-					uint64_t	good = 0;
-
-					for (size_t q = 0; q < nq; q++)
-						for (int a = 0; a < 10; a++)
-							for (int b = 0; b < 10; b++)
-								if (lab[q * 10 + a] == g.i[q * g.cols + b])
-								{
-									good++;
-									break;
-								}
-					rec = (double) good / (nq * 10.0);
-				}
-			}
-			double		qps = nq / (pct(passes, 0.5) * 1e-3);
-			double		p50 = pct(calls, 0.5);
+			SweepPoint	pt = sweep_point(idx, s, B0, repeats, false);
 
 			printf("| sweep | n %zu, d %zu, lists %d | probes %3d, batch %5zu | recall@10 %.4f | %10.1f q/s | p50 %.3f ms |\n",
-				   n, d, lists, P, B, rec, qps, p50);
+				   n, d, lists, P, pt.batch, pt.recall, pt.qps, pt.p50);
 			fflush(stdout);
 			if (out)
 			{
-				fprintf(out, "%s,%zu,%zu,%d,%d,%zu,%.4f,%.1f,%.4f,%.3f\n", SYSTEM, n, d, lists, P, B,
-						rec, qps, p50, build_s);
+				fprintf(out, "%s,%zu,%zu,%d,%d,%zu,%.4f,%.1f,%.4f,%.3f\n", SYSTEM, n, d, lists, P, pt.batch,
+						pt.recall, pt.qps, pt.p50, build_s);
 				fflush(out);
+			}
+		}
+	}
+	if (out)
+		fclose(out);
+	printf("done\n");
+	return 0;
+}
+
+/*
+ * pqsweep: as sweep, with GpuIndexIVFPQ (M sub-quantizers of nbits bits,
+ * residuals of the coarse centroids, 64-bit ids).  Faiss trains both parts
+ * itself (GpuIndexIVFPQ::train): the coarse k-means, then the PQ codebooks on
+ * the residuals; the sample below.
+ */
+static int
+pqsweep_mode(int argc, char **argv)
+{
+	std::string base, queries, gt, csvpath, metric, lut = "auto";
+	int			lists = 0, M = 64, nbits = 8, per_list = 50, repeats = 5, seed = 1;
+	int			interleaved = 0, pq_per_entry = 0, pq_niter = 0;
+	std::vector<int> probes = int_list("1,2,4,8,16,32,64");
+	std::vector<int> batches = int_list("1,1000,10000");
+	std::vector<int> precomp;	/* empty: GpuIndexIVFPQConfig's default */
+
+	for (int i = 0; i < argc; i++)
+	{
+		std::string a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			throw std::runtime_error("pqsweep: " + a + " needs a value");
+		i++;
+		if (a == "--base") base = v;
+		else if (a == "--queries") queries = v;
+		else if (a == "--gt") gt = v;
+		else if (a == "--lists") lists = atoi(v);
+		else if (a == "--m") M = atoi(v);
+		else if (a == "--nbits") nbits = atoi(v);
+		else if (a == "--probes") probes = int_list(v);
+		else if (a == "--batch") batches = int_list(v);
+		else if (a == "--csv") csvpath = v;
+		else if (a == "--metric") metric = v;
+		else if (a == "--train-per-list") per_list = atoi(v);
+		else if (a == "--pq-per-entry") pq_per_entry = atoi(v);
+		else if (a == "--pq-niter") pq_niter = atoi(v);
+		else if (a == "--precomputed") precomp = int_list(v);
+		else if (a == "--float16-lut") lut = v;
+		else if (a == "--interleaved") interleaved = atoi(v);
+		else if (a == "--repeats") repeats = atoi(v);
+		else if (a == "--seed") seed = atoi(v);
+		else
+			throw std::runtime_error("pqsweep: unknown option " + a);
+	}
+	if (base.empty() || queries.empty() || gt.empty() || lists <= 0)
+		throw std::runtime_error("pqsweep: --base, --queries, --gt and --lists are required");
+	if (M <= 0 || nbits <= 0 || nbits > 8)
+		throw std::runtime_error("pqsweep: --m must be > 0 and --nbits 1..8");
+	if (lut != "auto" && lut != "0" && lut != "1")
+		throw std::runtime_error("pqsweep: --float16-lut auto, 0 or 1");
+
+	SweepData	s;
+	double		read_s = sweep_data("pqsweep", base, queries, gt, metric, s);
+	size_t		n = s.n, d = s.d;
+
+	printf("pqsweep: %s (%zu x %zu), %zu queries, metric %s, %d lists, M %d, nbits %d; read in %.1f s\n",
+		   base.c_str(), n, d, s.nq, s.metric.c_str(), lists, M, nbits, read_s);
+
+	StandardGpuResources res;
+	cudaDeviceProp prop;
+
+	res.getResources()->initializeForDevice(0);
+	CK(cudaGetDeviceProperties(&prop, 0));
+
+	/*
+	 * The scan kernels keep one query's residual distance table, M x 2^nbits
+	 * entries, in shared memory; Faiss 1.7.3 checks it against
+	 * sharedMemPerBlock (48 KiB, not the opt-in maximum) and refuses float32
+	 * tables that do not fit.  auto: float16 exactly when float32 would not fit.
+	 */
+	size_t		ksub = (size_t) 1 << nbits;
+	size_t		lut32 = 4 * (size_t) M * ksub;
+	bool		f16 = lut == "1" || (lut == "auto" && lut32 > prop.sharedMemPerBlock);
+	faiss::gpu::GpuIndexIVFPQConfig cfg;
+	bool		pc_default = cfg.usePrecomputedTables;
+
+	if (precomp.empty())
+		precomp.push_back(pc_default ? 1 : 0);
+	cfg.device = 0;
+	cfg.indicesOptions = faiss::gpu::INDICES_64_BIT;
+	cfg.useFloat16LookupTables = f16;
+	cfg.interleavedLayout = interleaved != 0;
+	/* cfg.usePrecomputedTables: the default; the sweep sets it (setPrecomputedCodes) after the build */
+
+	faiss::gpu::GpuIndexIVFPQ idx(&res, (int) d, lists, M, nbits, s.mt, cfg);
+
+	idx.cp.seed = seed;
+
+	/*
+	 * One sample for both parts: per_list rows a list for the coarse k-means
+	 * (Faiss subsamples to cp.max_points_per_centroid a list), and up to
+	 * pq.cp.max_points_per_centroid rows a codebook entry for the PQ (Faiss's
+	 * fvecs_maybe_subsample cap); the sample is the larger of the two.
+	 */
+	if (per_list > 0)
+		idx.cp.max_points_per_centroid = per_list;
+	if (pq_per_entry > 0)
+		idx.pq.cp.max_points_per_centroid = pq_per_entry;
+	if (pq_niter > 0)
+		idx.pq.cp.niter = pq_niter;
+
+	size_t		pq_cap = (size_t) idx.pq.cp.max_points_per_centroid * ksub;
+	size_t		coarse_n = per_list > 0 ? std::min(n, (size_t) per_list * lists) : n;
+	size_t		m = std::max(coarse_n, std::min(n, pq_cap));
+	std::vector<float> sample;
+
+	if (m < n)
+		draw_sample(s, m, seed, sample);
+	size_t		coarse_used = std::min(m, (size_t) lists * idx.cp.max_points_per_centroid);
+	size_t		pq_used = std::min(m, pq_cap);
+
+	std::string dev = device_desc(res);
+	std::string setup = fmt(
+		"faiss %d.%d.%d (Debian bookworm source faiss_1.7.3-2, built for sm_90), GpuIndexIVFPQ, "
+		"M %d, nbits %d, %zu code bytes a vector, indicesOptions INDICES_64_BIT, interleavedLayout %d, metric %s; "
+		"useFloat16LookupTables %d (--float16-lut %s: float32 table M x 2^nbits x 4 = %zu B against "
+		"sharedMemPerBlock %zu B); usePrecomputedTables %s (GpuIndexIVFPQConfig default %d%s); "
+		"training by GpuIndexIVFPQ::train on %zu sampled rows (seed %d): coarse k-means on %zu of them "
+		"(%d iterations, seed %d, cp.max_points_per_centroid %d), PQ k-means on the residuals of %zu "
+		"(%d iterations, seed %d, pq.cp.max_points_per_centroid %d); StandardGpuResources defaults (temp memory %.0f MiB), k 10",
+		FAISS_VERSION_MAJOR, FAISS_VERSION_MINOR, FAISS_VERSION_PATCH, M, nbits,
+		((size_t) M * nbits + 7) / 8, interleaved, s.metric.c_str(), f16 ? 1 : 0, lut.c_str(), lut32,
+		(size_t) prop.sharedMemPerBlock,
+		s.mt == faiss::METRIC_L2 ? (precomp.size() == 1 ? (precomp[0] ? "1" : "0") : "per row: system ...-precomputed is 1") : "0",
+		pc_default ? 1 : 0, s.mt == faiss::METRIC_L2 ? "" : "; not used for inner product",
+		m, seed, coarse_used, idx.cp.niter, idx.cp.seed, idx.cp.max_points_per_centroid,
+		pq_used, idx.pq.cp.niter, idx.pq.cp.seed, idx.pq.cp.max_points_per_centroid,
+		res.getResources()->getTempMemoryAvailable(0) / 1048576.0);
+
+	printf("device: %s\nsetup: %s\n", dev.c_str(), setup.c_str());
+	fflush(stdout);
+
+	size_t		free0 = dev_free();
+	double		t0 = now_ms();
+
+	idx.train((idx_t) m, m < n ? sample.data() : s.xb.f.data());
+	CK(cudaDeviceSynchronize());
+	double		t1 = now_ms();
+
+	idx.add((idx_t) n, s.xb.f.data());
+	CK(cudaDeviceSynchronize());
+	double		t2 = now_ms();
+	double		build_s = (t2 - t0) * 1e-3;
+	size_t		free1 = dev_free();
+	double		lb0, all0, lb, all;
+
+	faiss_bytes(res, &lb0, &all0);
+	size_t		reclaimed = idx.reclaimMemory();
+
+	faiss_bytes(res, &lb, &all);
+
+	/* bytes_per_vector: Faiss's IVFLists allocations after reclaimMemory() (exact sizes), a row */
+	double		bpv = lb / n;
+	size_t		listed = 0;
+	int			mn = 1 << 30, mx = 0;
+
+	for (int l = 0; l < lists; l++)
+	{
+		int			len = idx.getListLength(l);
+
+		listed += len;
+		mn = std::min(mn, len);
+		mx = std::max(mx, len);
+	}
+	printf("build: %.3f s (train %.3f s, add %.3f s); list lengths min %d, mean %.1f, max %d (%zu rows listed)\n",
+		   build_s, (t1 - t0) * 1e-3, (t2 - t1) * 1e-3, mn, (double) n / lists, mx, listed);
+	printf("memory: IVF lists %.0f bytes after build (%.2f B a row, power-of-two growth), %.0f after reclaimMemory() "
+		   "(%.2f B a row; codes + 64-bit ids alone: %zu B a row; %zu bytes reclaimed); other Faiss allocations "
+		   "(coarse centroids, PQ centroids, precomputed tables) %.0f bytes; cudaMemGetInfo drop at build %.0f bytes\n",
+		   lb0, lb0 / n, lb, bpv, ((size_t) M * nbits + 7) / 8 + 8, reclaimed, all - lb,
+		   (double) free0 - (double) free1);
+	fflush(stdout);
+
+	FILE	   *out = NULL;
+
+	if (!csvpath.empty())
+	{
+		out = fopen(csvpath.c_str(), "w");
+		if (!out)
+			throw std::runtime_error(csvpath + ": " + strerror(errno));
+		fprintf(out, "system,dataset_n,dim,lists,m,nbits,probes,batch,recall10,qps,p50_ms,build_s,bytes_per_vector\n");
+
+		std::string sp = csvpath + ".setup.txt";
+		FILE	   *f = fopen(sp.c_str(), "w");
+
+		if (!f)
+			throw std::runtime_error(sp + ": " + strerror(errno));
+		fprintf(f, "dataset: %s (%zu x %zu), %zu queries, %d lists\ndevice: %s\nsetup: %s\n"
+				"build: %.3f s (train %.3f s, add %.3f s)\n"
+				"bytes_per_vector: IVFLists allocations after reclaimMemory() %.0f B / %zu rows = %.4f "
+				"(after build, before reclaimMemory(): %.4f)\n",
+				base.c_str(), n, d, s.nq, lists, dev.c_str(), setup.c_str(), build_s, (t1 - t0) * 1e-3,
+				(t2 - t1) * 1e-3, lb, n, bpv, lb0 / n);
+		fclose(f);
+	}
+	for (int pc : precomp)
+	{
+		if (pc && s.mt != faiss::METRIC_L2)
+		{
+			printf("pqsweep: precomputed tables are for L2 only; skipped for %s\n", s.metric.c_str());
+			continue;
+		}
+		if (idx.getPrecomputedCodes() != (pc != 0))
+			idx.setPrecomputedCodes(pc != 0);
+		CK(cudaDeviceSynchronize());
+
+		double		lp, ap;
+
+		faiss_bytes(res, &lp, &ap);
+		std::string system = std::string(SYSTEM) + "-ivfpq" + (pc ? "-precomputed" : "");
+
+		printf("%s: usePrecomputedTables %d, useFloat16LookupTables %d; Faiss allocations besides the lists %.0f bytes\n",
+			   system.c_str(), pc ? 1 : 0, f16 ? 1 : 0, ap - lp);
+		for (int P : probes)
+		{
+			if (P > lists)
+				continue;
+			idx.setNumProbes(P);
+			for (int B0 : batches)
+			{
+				SweepPoint	pt = sweep_point(idx, s, B0, repeats, true);
+
+				printf("| pqsweep | n %zu, d %zu, lists %d, M %d, nbits %d, precomputed %d | probes %3d, batch %5zu | recall@10 %.4f | %10.1f q/s | p50 %.3f ms |\n",
+					   n, d, lists, M, nbits, pc ? 1 : 0, P, pt.batch, pt.recall, pt.qps, pt.p50);
+				fflush(stdout);
+				if (out)
+				{
+					fprintf(out, "%s,%zu,%zu,%d,%d,%d,%d,%zu,%.4f,%.1f,%.4f,%.3f,%.4f\n", system.c_str(), n, d,
+							lists, M, nbits, P, pt.batch, pt.recall, pt.qps, pt.p50, build_s, bpv);
+					fflush(out);
+				}
 			}
 		}
 	}
@@ -1111,7 +1441,11 @@ usage(const char *p)
 			"usage: %s store [OUTDIR]            (env BENCH_N, BENCH_DIM, BENCH_LISTS, BENCH_SKIP_SEARCH)\n"
 			"       %s sweep --base B.npy --queries Q.npy --gt GT.npy --lists L [--probes 1,2,4,8,16,32,64]\n"
 			"             [--batch 1,1000] [--metric l2|cosine|ip] [--train-per-list 50] [--repeats 5] [--csv OUT.csv]\n"
-			"       %s synth-check | npy-check FILE...   (no GPU needed)\n", p, p, p);
+			"       %s pqsweep --base B.npy --queries Q.npy --gt GT.npy --lists L [--m 64] [--nbits 8]\n"
+			"             [--probes 1,2,4,8,16,32,64] [--batch 1,1000,10000] [--metric l2|cosine|ip] [--train-per-list 50]\n"
+			"             [--pq-per-entry 256] [--pq-niter 25] [--precomputed 0|1|0,1] [--float16-lut auto|0|1] [--interleaved 0|1]\n"
+			"             [--repeats 5] [--csv OUT.csv]\n"
+			"       %s synth-check | npy-check FILE...   (no GPU needed)\n", p, p, p, p);
 }
 
 int
@@ -1130,7 +1464,7 @@ main(int argc, char **argv)
 			return synth_check();
 		if (mode == "npy-check")
 			return npy_check(argc - 2, argv + 2);
-		if (mode != "store" && mode != "sweep")
+		if (mode != "store" && mode != "sweep" && mode != "pqsweep")
 		{
 			usage(argv[0]);
 			return 2;
@@ -1139,6 +1473,8 @@ main(int argc, char **argv)
 			return 77;
 		if (mode == "store")
 			return store_mode(argc > 2 ? argv[2] : NULL);
+		if (mode == "pqsweep")
+			return pqsweep_mode(argc - 2, argv + 2);
 		return sweep_mode(argc - 2, argv + 2);
 	}
 	catch (const std::exception &e)
