@@ -221,7 +221,8 @@ pq_compare_search(pair *p, gi_metric m, uint32_t nq, const float *queries,
 				const gi_hit *x = ha + (size_t) q * k + r;
 				const gi_hit *y = hb + (size_t) q * k + r;
 
-				if (x->key != y->key || memcmp(&x->distance, &y->distance, sizeof(float)) != 0)
+				/* equal values (the device ranks -0 as 0) */
+				if (x->key != y->key || !(x->distance == y->distance))
 				{
 					EXPECT(false, "%s mode %u select %u: rank %u host (%" PRIu64 ", %.9g), cuda (%" PRIu64 ", %.9g)",
 						   what, pq_mode.mode, pq_mode.select, r, x->key, (double) x->distance,
