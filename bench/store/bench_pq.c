@@ -1,0 +1,185 @@
+/*
+ * bench_pq.c
+ *		The IVF-PQ kind of the CUDA backend alone (no SQL, no service): the
+ *		search time of each mode (look-up table, juno, hits) on a store of
+ *		the SQL benchmark's shape, next to the floor of the bytes it reads,
+ *		so that the kernels can be measured and profiled (ncu) by themselves.
+ *
+ *	 bench_pq.run PATH/gpuindex_cuda.so
+ *	 BENCH_N (450000 rows), BENCH_DIM (128), BENCH_M (dim / 2), BENCH_LISTS
+ *	 (700), BENCH_NQ (1000 queries a search), BENCH_PROBES (8),
+ *	 BENCH_PROFILE=1: two searches of each mode only (for ncu).
+ *
+ * Data: random centroids, codebooks and code bytes, rows spread evenly over
+ * the lists (the kernels' work does not depend on the values), random
+ * queries; k 10.  Each figure is the median of 7 searches after a warm-up.
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gi_backend.h"
+#include "gi_cuda_test.h"
+#include "gi_kind_ivfpq.h"
+
+static const gi_backend_ops *C;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rs = 88172645463325252ULL;
+
+static uint32_t
+rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return (uint32_t) (rs >> 16);
+}
+
+static float
+rndf(void)
+{
+	return (float) (rnd() % 2000001) / 1000000.0f - 1.0f;
+}
+
+static uint32_t
+env_u32(const char *name, uint32_t dflt)
+{
+	const char *v = getenv(name);
+
+	return v ? (uint32_t) atol(v) : dflt;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+die(const char *what, gi_status st)
+{
+	fprintf(stderr, "%s: status %d: %s\n", what, st, C->last_error());
+	exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const char *names[] = {"lut", "juno", "hits"};
+	uint32_t	N = env_u32("BENCH_N", 450000);
+	uint32_t	dim = env_u32("BENCH_DIM", 128);
+	uint32_t	m = env_u32("BENCH_M", dim / 2);
+	uint32_t	nlists = env_u32("BENCH_LISTS", 700);
+	uint32_t	nq = env_u32("BENCH_NQ", 1000);
+	uint32_t	probes = env_u32("BENCH_PROBES", 8);
+	bool		prof = getenv("BENCH_PROFILE") != NULL;
+	uint32_t	ksub = 256;
+	uint32_t	k = 10;
+	uint32_t	rb = gi_ivfpq_record_bytes(m);
+	size_t		bytes = gi_ivfpq_state_size(nlists, dim, ksub);
+	gi_ivfpq_state *state = calloc(1, bytes);
+	float	   *f = (float *) (state + 1);
+	float	   *qs = malloc((size_t) nq * dim * sizeof(float));
+	gi_hit	   *hits = malloc((size_t) nq * k * sizeof(gi_hit));
+	uint32_t   *found = malloc(nq * sizeof(uint32_t));
+	gi_store_params sp;
+	gi_store   *s = NULL;
+	void	   *handle;
+	gi_backend_entry_fn entry;
+	gi_status	st;
+	double		per_list = (double) N / nlists;
+
+	if (argc < 2)
+	{
+		fprintf(stderr, "usage: %s PATH/gpuindex_cuda.so\n", argv[0]);
+		return 2;
+	}
+	handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	entry = handle ? (gi_backend_entry_fn) dlsym(handle, GI_CUDA_ENTRY_SYMBOL) : NULL;
+	if (!entry || !(C = entry()) || C->device_count() <= 0)
+	{
+		fprintf(stderr, "no usable CUDA backend in %s\n", argv[1]);
+		return 77;
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.nlists = nlists;
+	sp.record_bytes = rb;
+	sp.key_mode = GI_KEYS_UNIQUE;
+	if ((st = C->store_create(&sp, &s)) != GI_OK)
+		die("store_create", st);
+	state->ivf.dim = dim;
+	state->ivf.metric = GI_METRIC_L2;
+	state->ivf.nlists = nlists;
+	state->m = m;
+	state->ksub = ksub;
+	for (size_t i = 0; i < (size_t) nlists * dim + (size_t) ksub * dim; i++)
+		f[i] = rndf();
+	if ((st = C->kinds[GI_KIND_IVFPQ]->set_state(s, state, bytes)) != GI_OK)
+		die("set_state", st);
+	for (uint32_t at = 0; at < N; at += 100000)
+	{
+		uint32_t	n = N - at < 100000 ? N - at : 100000;
+		uint32_t   *lists = malloc(n * sizeof(uint32_t));
+		uint64_t   *keys = malloc(n * sizeof(uint64_t));
+		uint8_t    *codes = calloc(n, rb);
+
+		for (uint32_t i = 0; i < n; i++)
+		{
+			lists[i] = (at + i) % nlists;
+			keys[i] = 1 + at + i;
+			for (uint32_t j = 0; j < m; j++)
+				codes[(size_t) i * rb + j] = (uint8_t) rnd();
+		}
+		if ((st = C->store_insert(s, n, lists, keys, codes, NULL)) != GI_OK)
+			die("insert", st);
+		free(lists);
+		free(keys);
+		free(codes);
+	}
+	for (size_t i = 0; i < (size_t) nq * dim; i++)
+		qs[i] = rndf();
+
+	printf("| mode | rows | dim | m | lists | queries | probes | median ms | q/s | code bytes floor ms |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	for (uint32_t mode = 0; mode < 3; mode++)
+	{
+		gi_ivfpq_search_params p = {{dim, probes}, mode, 64, 1.0f, 0};
+		double		t[7];
+		int			runs = prof ? 2 : 7;
+		/* each probed list's code bytes and keys once per query, at 3.35 TB/s */
+		double		floor_ms = (double) nq * probes * per_list * (rb + 8) / 3.35e9;
+
+		for (int r = -1; r < runs; r++)
+		{
+			double		t0 = now_ms();
+
+			st = C->kinds[GI_KIND_IVFPQ]->search(s, &p, nq, qs, (size_t) nq * dim * sizeof(float),
+												 k, hits, found);
+			if (st != GI_OK)
+				die("search", st);
+			if (r >= 0)
+				t[r] = now_ms() - t0;
+		}
+		qsort(t, runs, sizeof(double), cmp_double);
+		printf("| %s | %u | %u | %u | %u | %u | %u | %.3f | %.0f | %.3f |\n", names[mode], N, dim,
+			   m, nlists, nq, probes, t[runs / 2], nq / (t[runs / 2] / 1e3), floor_ms);
+		fflush(stdout);
+	}
+	C->store_destroy(s);
+	return 0;
+}
