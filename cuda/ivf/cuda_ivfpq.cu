@@ -141,8 +141,7 @@ gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *que
 						query_bytes, p->ivf.dim, pq->ivf.dim);
 		return GI_ERR_INVALID;
 	}
-	if (p->mode > GI_PQ_SEARCH_HITS || p->select < 1 || p->select > GI_PQ_MAX_KSUB ||
-		(p->select & (p->select - 1)) != 0 || !(p->scale > 0.0f) || isinf(p->scale))
+	if (!gi_ivfpq_mode_valid(p))
 	{
 		gi_cu_set_error("ivfpq search: mode %u, selection %u, scale %g",
 						p->mode, p->select, (double) p->scale);

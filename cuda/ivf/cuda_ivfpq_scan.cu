@@ -12,7 +12,8 @@
  * shared memory when it fits, else in a global slice per block); then
  * each warp scores a queued slab, lane i slot i, bitmap first (empty slabs
  * skipped), one coalesced load per 4 code bytes, keys read only for valid
- * slots.
+ * slots.  The selective modes (cuda_pq_select.cuh) are the same kernel
+ * with the table turned into rewards before the slabs are scored.
  *
  * The arithmetic is host_ivfpq.c's, operation for operation in IEEE
  * double (never contracted): table entries summed in dimension order and
@@ -75,12 +76,12 @@ gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint3
 	return gi_rank_float(__double2float_rn(d));
 }
 
-/* one warp scores one slab of the current list */
-template <bool APPEND>
+/* one warp scores one slab of the current list (SEL: from the list's rewards) */
+template <bool APPEND, bool SEL>
 __device__ __forceinline__ void
 gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint32_t q,
-				const float *lut, double base, double qn, gi_topk_state &ts, float *sd,
-				uint64_t *sk)
+				const float *lut, double base, double qn, const gi_pq_sel_sums &ss,
+				gi_topk_state &ts, float *sd, uint64_t *sk)
 {
 	const uint32_t lane = threadIdx.x & 31;
 	uint32_t	bm = gi_slab_bitmap(a.slabs, slab);
@@ -92,7 +93,11 @@ gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint3
 	if (bm == 0)
 		return;					/* warp-uniform */
 	data = gi_slab_data(a.slabs, slab);
-	d = gi_pq_slot_distance(a.metric, g, data, a.W, lut, base, qn, lane);
+	if (SEL)
+		d = gi_pq_sel_slot(a.metric, g, data, a.W, (const uint32_t *) lut, ss.sum_tau, ss.unit,
+						   base, qn, lane);
+	else
+		d = gi_pq_slot_distance(a.metric, g, data, a.W, lut, base, qn, lane);
 	valid = gi_slot_live(bm, lane);
 	if (valid)
 		key = gi_slot_key(data, a.W, lane);
@@ -105,9 +110,10 @@ gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint3
 /*
  * One block per unit u = g.unit0 + blockIdx.x: query u / G, its group of
  * probed lists u % G.  Shared memory: the top-k buffer (cap entries; none
- * when appending), the slab queue, then the table unless g.glut.
+ * when appending), the slab queue, then the table unless g.glut (SEL: with
+ * the per-sub-space values after it, cuda_pq_select.cuh).
  */
-template <bool APPEND>
+template <bool APPEND, bool SEL>
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
 gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 {
@@ -115,9 +121,11 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 	uint64_t   *sk = (uint64_t *) gi_smem;
 	float	   *sd = (float *) (sk + a.cap);
 	uint32_t   *queue = (uint32_t *) (sd + a.cap);
-	float	   *lut = g.glut ? g.glut + (size_t) blockIdx.x * g.m * g.ksub
+	size_t		table = SEL ? gi_pq_sel_table_floats(g.m, g.ksub) : (size_t) g.m * g.ksub;
+	float	   *lut = g.glut ? g.glut + (size_t) blockIdx.x * table
 		: (float *) (queue + GI_CU_SQ);
 	__shared__ gi_topk_state ts;
+	__shared__ gi_pq_sel_sums ss;
 	__shared__ uint32_t qlen;
 	__shared__ uint32_t next;
 	__shared__ double sbase;
@@ -167,6 +175,8 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 		for (t = tid; t < nlut; t += blockDim.x)
 			lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);
 		__syncthreads();
+		if (SEL)
+			gi_pq_sel_prepare(a.metric, g, qv, lut, ss);
 		base = sbase;
 
 		for (;;)
@@ -180,7 +190,7 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 				uint32_t	i = b + warp;
 
 				if (i < nq)
-					gi_pq_scan_slab<APPEND>(a, g, queue[i], q, lut, base, qn, ts, sd, sk);
+					gi_pq_scan_slab<APPEND, SEL>(a, g, queue[i], q, lut, base, qn, ss, ts, sd, sk);
 				if (!APPEND && gi_topk_need_flush(ts, a.cap))
 					gi_topk_flush(ts, sd, sk, a.cap, a.k);
 			}
@@ -225,7 +235,7 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 	uint32_t	per_launch = units;
 	uint32_t	u0;
 	void		(*kernel) (gi_scan_args, gi_pq_args) =
-		sel ? gi_k_pq_sel_scan<APPEND> : gi_k_pq_scan<APPEND>;
+		sel ? gi_k_pq_scan<APPEND, true> : gi_k_pq_scan<APPEND, false>;
 
 	g.cent = pq->ivf.d_cent;
 	g.books = pq->d_books;

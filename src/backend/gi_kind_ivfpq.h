@@ -88,6 +88,14 @@ typedef struct gi_ivfpq_search_params
 	uint32_t	pad;
 } gi_ivfpq_search_params;
 
+/* a known mode, a power-of-two selection up to GI_PQ_MAX_KSUB, a finite positive scale */
+static inline bool
+gi_ivfpq_mode_valid(const gi_ivfpq_search_params *p)
+{
+	return p->mode <= GI_PQ_SEARCH_HITS && p->select >= 1 && p->select <= GI_PQ_MAX_KSUB &&
+		(p->select & (p->select - 1)) == 0 && p->scale > 0.0f && p->scale < 1e30f;
+}
+
 /*
  * The code of a residual: per sub-space the entry nearest in squared L2
  * (summed in double, lowest entry on ties).  code gets m bytes.

@@ -377,8 +377,7 @@ gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
 						  query_bytes, p->ivf.dim, st->ivf.dim);
 		return GI_ERR_INVALID;
 	}
-	if (p->mode > GI_PQ_SEARCH_HITS || p->select < 1 || p->select > GI_PQ_MAX_KSUB ||
-		(p->select & (p->select - 1)) != 0 || !(p->scale > 0.0f) || isinf(p->scale))
+	if (!gi_ivfpq_mode_valid(p))
 	{
 		gi_host_set_error("ivfpq search: mode %u, selection %u, scale %g",
 						  p->mode, p->select, (double) p->scale);

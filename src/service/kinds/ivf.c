@@ -19,8 +19,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "gi_kind.h"
 #include "gi_kind_ivfpq.h"
 
@@ -172,17 +170,11 @@ ivfpq_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
 
 	if (rc != 0)
 		return rc;
-	if (p->mode > GI_PQ_SEARCH_HITS)
-	{
-		snprintf(err, errlen, "gpuindex ivf_pq search with unknown mode %u", p->mode);
-		return ERRCODE_INVALID_PARAMETER_VALUE;
-	}
-	if (p->select < 1 || p->select > GI_PQ_MAX_KSUB || (p->select & (p->select - 1)) != 0 ||
-		!(p->scale > 0.0f) || isinf(p->scale))
+	if (!gi_ivfpq_mode_valid(p))
 	{
 		snprintf(err, errlen,
-				 "gpuindex ivf_pq search selecting %u entries at scale %g (a power of two up to %d, a positive scale)",
-				 p->select, (double) p->scale, GI_PQ_MAX_KSUB);
+				 "gpuindex ivf_pq search of mode %u selecting %u entries at scale %g (modes 0 to %d, a power of two up to %d, a positive scale)",
+				 p->mode, p->select, (double) p->scale, GI_PQ_SEARCH_HITS, GI_PQ_MAX_KSUB);
 		return ERRCODE_INVALID_PARAMETER_VALUE;
 	}
 	if (p->mode != GI_PQ_SEARCH_LUT)
