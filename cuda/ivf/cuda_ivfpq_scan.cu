@@ -122,8 +122,9 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 	float	   *sd = (float *) (sk + a.cap);
 	uint32_t   *queue = (uint32_t *) (sd + a.cap);
 	size_t		table = SEL ? gi_pq_sel_table_floats(g.m, g.ksub) : (size_t) g.m * g.ksub;
+	double	   *rd = (double *) (queue + GI_CU_SQ);
 	float	   *lut = g.glut ? g.glut + (size_t) blockIdx.x * table
-		: (float *) (queue + GI_CU_SQ);
+		: (float *) (rd + (g.resid ? a.D : 0));
 	__shared__ gi_topk_state ts;
 	__shared__ gi_pq_sel_sums ss;
 	__shared__ uint32_t qlen;
@@ -153,6 +154,13 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 
 		/* the previous list's slabs are scored: queue and table are free */
 		__syncthreads();
+		if (g.resid)
+		{
+			for (t = tid; t < a.D; t += blockDim.x)
+				rd[t] = a.metric == GI_METRIC_L2 ?
+					__dsub_rn((double) qv[t], (double) c[t]) : (double) qv[t];
+			__syncthreads();
+		}
 		if (tid == 0)
 		{
 			uint32_t	cur = gi_list_head(a.lists, l);
@@ -172,8 +180,12 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 					qc = __dadd_rn(qc, __dmul_rn((double) qv[t], (double) c[t]));
 			sbase = qc;
 		}
-		for (t = tid; t < nlut; t += blockDim.x)
-			lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);
+		if (g.resid)
+			for (t = tid; t < nlut; t += blockDim.x)
+				lut[t] = gi_pq_lut_entry_staged(a.metric, g, rd, t);
+		else
+			for (t = tid; t < nlut; t += blockDim.x)
+				lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);
 		__syncthreads();
 		if (SEL)
 			gi_pq_sel_prepare(a.metric, g, qv, lut, ss);
@@ -244,7 +256,13 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 	g.ksub = pq->ksub;
 	g.dsub = pq->dsub;
 	/* the kernel's static shared memory counts against the limit too */
-	if (smem + lut + 1024 <= pq->smem_optin)
+	g.resid = 0;
+	if (smem + (size_t) pq->ivf.dim * sizeof(double) + lut + 1024 <= pq->smem_optin)
+	{
+		g.resid = 1;
+		smem += (size_t) pq->ivf.dim * sizeof(double) + lut;
+	}
+	else if (smem + lut + 1024 <= pq->smem_optin)
 		smem += lut;
 	else
 	{

@@ -25,6 +25,7 @@ struct gi_pq_args
 	uint32_t	ksub;
 	uint32_t	dsub;
 	uint32_t	unit0;			/* unit of the launch's block 0 */
+	uint32_t	resid;			/* 1: the block stages the query (L2: q - c) in shared memory */
 	/* the selective modes (gi_pq_select.h) */
 	const float *radii;			/* [GI_PQ_LEVELS x m x ksub] density table */
 	uint32_t	mode;			/* gi_pq_search_mode */
@@ -71,6 +72,37 @@ gi_pq_lut_entry(int metric, const gi_pq_args &g, const float *qv, const float *c
 	{
 		for (j = 0; j < g.dsub; j++)
 			acc = __dadd_rn(acc, __dmul_rn((double) qs[j], (double) ev[j]));
+	}
+	return __double2float_rn(acc);
+}
+
+/*
+ * The same entry from the query staged in shared memory as doubles (L2:
+ * the residual q - c, each (double) q - (double) c as above; IP and
+ * cosine: the query), which saves the block two global loads an entry.
+ */
+__device__ __forceinline__ float
+gi_pq_lut_entry_staged(int metric, const gi_pq_args &g, const double *rd, uint32_t t)
+{
+	const uint32_t s = t / g.ksub;
+	const double *rs = rd + (size_t) s * g.dsub;
+	const float *ev = g.books + (size_t) t * g.dsub;
+	double		acc = 0.0;
+	uint32_t	j;
+
+	if (metric == GI_METRIC_L2)
+	{
+		for (j = 0; j < g.dsub; j++)
+		{
+			double		d = __dsub_rn(rs[j], (double) ev[j]);
+
+			acc = __dadd_rn(acc, __dmul_rn(d, d));
+		}
+	}
+	else
+	{
+		for (j = 0; j < g.dsub; j++)
+			acc = __dadd_rn(acc, __dmul_rn(rs[j], (double) ev[j]));
 	}
 	return __double2float_rn(acc);
 }
