@@ -7,7 +7,8 @@
  *
  *	 bench_pq.run PATH/gpuindex_cuda.so
  *	 BENCH_N (450000 rows), BENCH_DIM (128), BENCH_M (dim / 2), BENCH_LISTS
- *	 (700), BENCH_NQ (1000 queries a search), BENCH_PROBES (8),
+ *	 (700), BENCH_NQ (1000 queries a search), BENCH_PROBES (8), BENCH_METRIC
+ *	 (l2, ip or cosine),
  *	 BENCH_PROFILE=1: two searches of each mode only (for ncu).
  *
  * Data: random centroids, codebooks and code bytes, rows spread evenly over
@@ -88,6 +89,9 @@ main(int argc, char **argv)
 	uint32_t	nq = env_u32("BENCH_NQ", 1000);
 	uint32_t	probes = env_u32("BENCH_PROBES", 8);
 	bool		prof = getenv("BENCH_PROFILE") != NULL;
+	const char *mname = getenv("BENCH_METRIC") ? getenv("BENCH_METRIC") : "l2";
+	gi_metric	metric = strcmp(mname, "ip") == 0 ? GI_METRIC_IP :
+		strcmp(mname, "cosine") == 0 ? GI_METRIC_COSINE : GI_METRIC_L2;
 	uint32_t	ksub = 256;
 	uint32_t	k = 10;
 	uint32_t	rb = gi_ivfpq_record_bytes(m);
@@ -123,7 +127,7 @@ main(int argc, char **argv)
 	if ((st = C->store_create(&sp, &s)) != GI_OK)
 		die("store_create", st);
 	state->ivf.dim = dim;
-	state->ivf.metric = GI_METRIC_L2;
+	state->ivf.metric = metric;
 	state->ivf.nlists = nlists;
 	state->m = m;
 	state->ksub = ksub;
@@ -154,8 +158,8 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < (size_t) nq * dim; i++)
 		qs[i] = rndf();
 
-	printf("| mode | rows | dim | m | lists | queries | probes | median ms | q/s | code bytes floor ms |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| mode | metric | rows | dim | m | lists | queries | probes | median ms | q/s | code bytes floor ms |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (uint32_t mode = 0; mode < 3; mode++)
 	{
 		gi_ivfpq_search_params p = {{dim, probes}, mode, 64, 1.0f, 0};
@@ -176,8 +180,8 @@ main(int argc, char **argv)
 				t[r] = now_ms() - t0;
 		}
 		qsort(t, runs, sizeof(double), cmp_double);
-		printf("| %s | %u | %u | %u | %u | %u | %u | %.3f | %.0f | %.3f |\n", names[mode], N, dim,
-			   m, nlists, nq, probes, t[runs / 2], nq / (t[runs / 2] / 1e3), floor_ms);
+		printf("| %s | %s | %u | %u | %u | %u | %u | %u | %.3f | %.0f | %.3f |\n", names[mode], mname,
+			   N, dim, m, nlists, nq, probes, t[runs / 2], nq / (t[runs / 2] / 1e3), floor_ms);
 		fflush(stdout);
 	}
 	C->store_destroy(s);

@@ -149,12 +149,14 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 	{
 		const uint32_t l = a.probes ? a.probes[(size_t) q * a.P + pi] : pi;
 		const float *c = g.cent + (size_t) l * a.D;
+		/* IP and cosine: the table (selective: the rewards) is the query's alone */
+		const bool	fresh = a.metric == GI_METRIC_L2 || pi == p0;
 		double		base;
 		uint32_t	t;
 
 		/* the previous list's slabs are scored: queue and table are free */
 		__syncthreads();
-		if (g.resid)
+		if (g.resid && fresh)
 		{
 			for (t = tid; t < a.D; t += blockDim.x)
 				rd[t] = a.metric == GI_METRIC_L2 ?
@@ -180,14 +182,14 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 					qc = __dadd_rn(qc, __dmul_rn((double) qv[t], (double) c[t]));
 			sbase = qc;
 		}
-		if (g.resid)
+		if (fresh && g.resid)
 			for (t = tid; t < nlut; t += blockDim.x)
 				lut[t] = gi_pq_lut_entry_staged(a.metric, g, rd, t);
-		else
+		else if (fresh)
 			for (t = tid; t < nlut; t += blockDim.x)
 				lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);
 		__syncthreads();
-		if (SEL)
+		if (SEL && fresh)
 			gi_pq_sel_prepare(a.metric, g, qv, lut, ss);
 		base = sbase;
 
