@@ -524,7 +524,8 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
 
 	if (scorer != NULL && scorer->scratch_floats > 0)
 	{
-		job.scratch = malloc(sizeof(float) * scorer->scratch_floats * workers);
+		/* zeroed: a scorer may keep state there from list to list */
+		job.scratch = calloc(scorer->scratch_floats * workers, sizeof(float));
 		if (job.scratch == NULL)
 		{
 			gi_host_set_error("ivf_search: out of memory for %zu floats of scratch",

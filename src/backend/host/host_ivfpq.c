@@ -37,6 +37,55 @@ typedef struct gi_host_pq_sel
 	float		scale;
 } gi_host_pq_sel;
 
+/*
+ * Inner product and cosine: a table depends on the query alone (only the
+ * list's constant q.c does not), so a worker keeps the last query's table
+ * (selective modes: rewards and sums too) and reuses it.  The cache sits
+ * after the tables in the worker's scratch, which starts zeroed.
+ */
+typedef struct gi_host_pq_cache
+{
+	const float *q;				/* the query the tables are for; NULL: none */
+	double		sum_tau;
+	double		unit;
+} gi_host_pq_cache;
+
+/* floats of scratch for `tables` floats of tables and the cache after them */
+static size_t
+gi_host_pq_scratch(size_t tables)
+{
+	return tables + (sizeof(gi_host_pq_cache) + 2 * sizeof(double)) / sizeof(float);
+}
+
+/* floats of a selective scan's tables: the table, the rewards, two thresholds a sub-space */
+static size_t
+gi_host_pq_sel_tables(uint32_t m, uint32_t ksub)
+{
+	return (size_t) 2 * m * ksub + 2 * (size_t) m;
+}
+
+/* the cache after `tables` floats of a worker's scratch, aligned */
+static gi_host_pq_cache *
+gi_host_pq_cache_at(float *scratch, size_t tables)
+{
+	uintptr_t	p = (uintptr_t) (scratch + tables);
+
+	p = (p + sizeof(double) - 1) & ~(uintptr_t) (sizeof(double) - 1);
+	return (gi_host_pq_cache *) p;
+}
+
+/* true when the worker's tables are already query q's (IP, cosine) */
+static bool
+gi_host_pq_cached(gi_host_pq_cache *cache, uint32_t metric, const float *q)
+{
+	if (metric == GI_METRIC_L2)
+		return false;
+	if (cache->q == q)
+		return true;
+	cache->q = q;
+	return false;
+}
+
 static void
 gi_host_pq_kind_free(void *p)
 {
@@ -49,10 +98,12 @@ gi_host_pq_kind_free(void *p)
 
 /*
  * The table of one (query, list): lut[s * ksub + e] for sub-space s and
- * entry e; returns the list's constant (IP and cosine: q.c; L2: 0).
+ * entry e (not written when !table); returns the list's constant (IP and
+ * cosine: q.c; L2: 0).
  */
 static double
-gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *lut)
+gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *lut,
+			   bool table)
 {
 	uint32_t	dim = st->ivf.dim;
 	uint32_t	dsub = dim / st->m;
@@ -60,7 +111,7 @@ gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *l
 	const float *books = gi_ivfpq_state_codebooks(st);
 	double		qc = 0.0;
 
-	for (uint32_t s = 0; s < st->m; s++)
+	for (uint32_t s = 0; table && s < st->m; s++)
 	{
 		const float *qs = q + (size_t) s * dsub;
 		const float *cs = c + (size_t) s * dsub;
@@ -123,7 +174,9 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 {
 	const gi_ivfpq_state *st = arg;
 	uint32_t	ksub = st->ksub;
-	double		base = gi_host_pq_lut(st, q, list, lut);
+	gi_host_pq_cache *cache = gi_host_pq_cache_at(lut, (size_t) st->m * ksub);
+	double		base = gi_host_pq_lut(st, q, list, lut,
+									 !gi_host_pq_cached(cache, st->ivf.metric, q));
 	uint32_t	slab = gi_host_store_list_head(store, list);
 	gi_host_slab_view view;
 
@@ -192,16 +245,18 @@ gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qno
 	uint32_t   *reward = (uint32_t *) (lut + (size_t) m * ksub);
 	float	   *tau = (float *) (reward + (size_t) m * ksub);
 	float	   *tau_in = tau + m;
-	double		qc = gi_host_pq_lut(st, q, list, lut);
+	gi_host_pq_cache *cache = gi_host_pq_cache_at(lut, gi_host_pq_sel_tables(m, ksub));
+	bool		cached = gi_host_pq_cached(cache, metric, q);
+	double		qc = gi_host_pq_lut(st, q, list, lut, !cached);
 	double		sum_tau = 0.0;
 	double		span = 0.0;
 	double		rmax = 0.0;
-	double		factor;
+	double		factor = 0.0;
 	double		unit;
 	uint32_t	slab;
 	gi_host_slab_view view;
 
-	for (uint32_t s = 0; s < m; s++)
+	for (uint32_t s = 0; !cached && s < m; s++)
 	{
 		const float *row = lut + (size_t) s * ksub;
 		float		vmin = 0.0f;
@@ -236,9 +291,19 @@ gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qno
 		if ((double) tau[s] - vmin > rmax)
 			rmax = (double) tau[s] - vmin;
 	}
-	factor = gi_pq_factor(rmax, rcap);
-	unit = gi_pq_unit(ps->mode, factor, span, m);
-	for (uint32_t s = 0; s < m; s++)
+	if (cached)
+	{
+		sum_tau = cache->sum_tau;
+		unit = cache->unit;
+	}
+	else
+	{
+		factor = gi_pq_factor(rmax, rcap);
+		unit = gi_pq_unit(ps->mode, factor, span, m);
+		cache->sum_tau = sum_tau;
+		cache->unit = unit;
+	}
+	for (uint32_t s = 0; !cached && s < m; s++)
 		for (uint32_t e = 0; e < ksub; e++)
 		{
 			float		t = lut[(size_t) s * ksub + e];
@@ -385,7 +450,7 @@ gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
 	}
 	scorer.scan = gi_host_pq_scan;
 	scorer.arg = st;
-	scorer.scratch_floats = (size_t) st->m * st->ksub;
+	scorer.scratch_floats = gi_host_pq_scratch((size_t) st->m * st->ksub);
 	if (p->mode != GI_PQ_SEARCH_LUT)
 	{
 		sel.st = st;
@@ -400,7 +465,7 @@ gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
 		sel.scale = p->scale;
 		scorer.scan = gi_host_pq_scan_sel;
 		scorer.arg = &sel;
-		scorer.scratch_floats = (size_t) 2 * st->m * st->ksub + 2 * st->m;
+		scorer.scratch_floats = gi_host_pq_scratch(gi_host_pq_sel_tables(st->m, st->ksub));
 	}
 	return gi_host_ivf_search_lists(store, gi_ivfpq_state_centroids(st), st->ivf.dim,
 									(gi_metric) st->ivf.metric, nq, queries,

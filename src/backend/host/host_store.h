@@ -147,7 +147,9 @@ extern gi_status gi_host_ivf_search(gi_store *store, const float *centroids,
  * How a kind whose lists are IVF cells scores the records of one probed
  * list (host_ivfpq.c): scan pushes every live record of `list` into best,
  * with q the query (qnorm2 its squared norm for cosine, else 0) and
- * scratch scratch_floats floats of its own.
+ * scratch scratch_floats floats of its worker's own, zeroed at the start
+ * of the search and kept from list to list (q is a pointer into the
+ * search's queries, so a scorer may key what it keeps by it).
  */
 struct gi_host_topk;
 typedef struct gi_host_list_scorer
