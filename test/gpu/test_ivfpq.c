@@ -637,18 +637,22 @@ test_pq_selective(void)
 	pq_fill(&p, &r, n, 34, 1000, "fill");
 	pq_delete_every(&p, n, 1000, 4, "delete a quarter");
 	qs = pq_random_queries(&p, &r, 500);
-	for (size_t mo = 0; mo < sizeof(modes) / sizeof(modes[0]); mo++)
+	/* under the sanitizers (GI_TEST_SCALE < 1): every other mode, probes and k, fewer queries */
+	const size_t step = scaled(100) < 100 ? 2 : 1;
+	const uint32_t nq = (uint32_t) (scaled(500) > 0 ? scaled(500) : 1);
+
+	for (size_t mo = 0; mo < sizeof(modes) / sizeof(modes[0]); mo += step)
 	{
 		pq_mode = modes[mo];
 		for (int mi = 0; mi < 3; mi++)
-			for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi++)
-				for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
+			for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi += step)
+				for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki += step)
 				{
 					if (checks_failed > 20)
 						break;
 					snprintf(when, sizeof(when), "selective, mode %u select %u",
 							 modes[mo].mode, modes[mo].select);
-					pq_compare_search(&p, (gi_metric) mi, ks[ki] > 1024 ? 9 : 500, qs,
+					pq_compare_search(&p, (gi_metric) mi, ks[ki] > 1024 ? 9 : nq, qs,
 									  probes[pi], ks[ki], when);
 				}
 	}
