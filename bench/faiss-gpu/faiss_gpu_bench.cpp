@@ -1054,38 +1054,62 @@ sweep_point(faiss::Index &idx, const SweepData &s, int B0, int repeats, bool til
 	return pt;
 }
 
-static int
-sweep_mode(int argc, char **argv)
+/* the options sweep and pqsweep share */
+struct SweepOpts
 {
 	std::string base, queries, gt, csvpath, metric;
 	int			lists = 0, per_list = 50, repeats = 5, seed = 1;
 	std::vector<int> probes = int_list("1,2,4,8,16,32,64");
-	std::vector<int> batches = int_list("1,1000");
+	std::vector<int> batches;
+};
 
+/*
+ * Parse argv: the shared options into o, the mode's own through own(a, v)
+ * (false: unknown); then check the required ones.
+ */
+template <typename Own>
+static void
+sweep_options(const char *mode, int argc, char **argv, SweepOpts &o, Own own)
+{
 	for (int i = 0; i < argc; i++)
 	{
 		std::string a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v)
-			throw std::runtime_error("sweep: " + a + " needs a value");
+			throw std::runtime_error(std::string(mode) + ": " + a + " needs a value");
 		i++;
-		if (a == "--base") base = v;
-		else if (a == "--queries") queries = v;
-		else if (a == "--gt") gt = v;
-		else if (a == "--lists") lists = atoi(v);
-		else if (a == "--probes") probes = int_list(v);
-		else if (a == "--batch") batches = int_list(v);
-		else if (a == "--csv") csvpath = v;
-		else if (a == "--metric") metric = v;
-		else if (a == "--train-per-list") per_list = atoi(v);
-		else if (a == "--repeats") repeats = atoi(v);
-		else if (a == "--seed") seed = atoi(v);
-		else
-			throw std::runtime_error("sweep: unknown option " + a);
+		if (a == "--base") o.base = v;
+		else if (a == "--queries") o.queries = v;
+		else if (a == "--gt") o.gt = v;
+		else if (a == "--lists") o.lists = atoi(v);
+		else if (a == "--probes") o.probes = int_list(v);
+		else if (a == "--batch") o.batches = int_list(v);
+		else if (a == "--csv") o.csvpath = v;
+		else if (a == "--metric") o.metric = v;
+		else if (a == "--train-per-list") o.per_list = atoi(v);
+		else if (a == "--repeats") o.repeats = atoi(v);
+		else if (a == "--seed") o.seed = atoi(v);
+		else if (!own(a, v))
+			throw std::runtime_error(std::string(mode) + ": unknown option " + a);
 	}
-	if (base.empty() || queries.empty() || gt.empty() || lists <= 0)
-		throw std::runtime_error("sweep: --base, --queries, --gt and --lists are required");
+	if (o.base.empty() || o.queries.empty() || o.gt.empty() || o.lists <= 0)
+		throw std::runtime_error(std::string(mode) +
+								 ": --base, --queries, --gt and --lists are required");
+}
+
+static int
+sweep_mode(int argc, char **argv)
+{
+	SweepOpts	o;
+
+	o.batches = int_list("1,1000");
+	sweep_options("sweep", argc, argv, o, [](const std::string &, const char *) { return false; });
+
+	std::string &base = o.base, &queries = o.queries, &gt = o.gt, &csvpath = o.csvpath,
+			   &metric = o.metric;
+	int			lists = o.lists, per_list = o.per_list, repeats = o.repeats, seed = o.seed;
+	std::vector<int> &probes = o.probes, &batches = o.batches;
 
 	SweepData	s;
 	double		read_s = sweep_data("sweep", base, queries, gt, metric, s);
@@ -1176,48 +1200,34 @@ sweep_mode(int argc, char **argv)
 static int
 pqsweep_mode(int argc, char **argv)
 {
-	std::string base, queries, gt, csvpath, metric, lut = "auto";
-	int			lists = 0, M = 64, nbits = 8, per_list = 50, repeats = 5, seed = 1;
+	SweepOpts	o;
+	std::string lut = "auto";
+	int			M = 64, nbits = 8;
 	int			interleaved = 0, pq_per_entry = 0, pq_niter = 0;
-	std::vector<int> probes = int_list("1,2,4,8,16,32,64");
-	std::vector<int> batches = int_list("1,1000,10000");
 	std::vector<int> precomp;	/* empty: GpuIndexIVFPQConfig's default */
 
-	for (int i = 0; i < argc; i++)
-	{
-		std::string a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!v)
-			throw std::runtime_error("pqsweep: " + a + " needs a value");
-		i++;
-		if (a == "--base") base = v;
-		else if (a == "--queries") queries = v;
-		else if (a == "--gt") gt = v;
-		else if (a == "--lists") lists = atoi(v);
-		else if (a == "--m") M = atoi(v);
+	o.batches = int_list("1,1000,10000");
+	sweep_options("pqsweep", argc, argv, o, [&](const std::string &a, const char *v) {
+		if (a == "--m") M = atoi(v);
 		else if (a == "--nbits") nbits = atoi(v);
-		else if (a == "--probes") probes = int_list(v);
-		else if (a == "--batch") batches = int_list(v);
-		else if (a == "--csv") csvpath = v;
-		else if (a == "--metric") metric = v;
-		else if (a == "--train-per-list") per_list = atoi(v);
 		else if (a == "--pq-per-entry") pq_per_entry = atoi(v);
 		else if (a == "--pq-niter") pq_niter = atoi(v);
 		else if (a == "--precomputed") precomp = int_list(v);
 		else if (a == "--float16-lut") lut = v;
 		else if (a == "--interleaved") interleaved = atoi(v);
-		else if (a == "--repeats") repeats = atoi(v);
-		else if (a == "--seed") seed = atoi(v);
 		else
-			throw std::runtime_error("pqsweep: unknown option " + a);
-	}
-	if (base.empty() || queries.empty() || gt.empty() || lists <= 0)
-		throw std::runtime_error("pqsweep: --base, --queries, --gt and --lists are required");
+			return false;
+		return true;
+	});
 	if (M <= 0 || nbits <= 0 || nbits > 8)
 		throw std::runtime_error("pqsweep: --m must be > 0 and --nbits 1..8");
 	if (lut != "auto" && lut != "0" && lut != "1")
 		throw std::runtime_error("pqsweep: --float16-lut auto, 0 or 1");
+
+	std::string &base = o.base, &queries = o.queries, &gt = o.gt, &csvpath = o.csvpath,
+			   &metric = o.metric;
+	int			lists = o.lists, per_list = o.per_list, repeats = o.repeats, seed = o.seed;
+	std::vector<int> &probes = o.probes, &batches = o.batches;
 
 	SweepData	s;
 	double		read_s = sweep_data("pqsweep", base, queries, gt, metric, s);

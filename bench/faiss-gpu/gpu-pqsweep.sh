@@ -19,15 +19,8 @@ bin=${FAISS_GPU_BENCH:-.faissgpu/faiss_gpu_bench}
 limit=${FAISS_GPU_TIMEOUT:-570}
 log=$out/faiss_gpu_pqsweep.log
 mkdir -p "$out"
-{
-	date -u
-	uname -a
-	nproc
-	nvidia-smi
-	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv
-	ls -l "$bin"
-	ldd "$bin"
-} >"$out/faiss_gpu_pqsweep_env.txt" 2>&1
+. "$(dirname "$0")/env.sh"
+faiss_gpu_env "$bin" "$out/faiss_gpu_pqsweep_env.txt"
 gt=${FAISS_GPU_GT:-}
 if [ -z "$gt" ]; then
 	for m in l2 cosine ip; do

@@ -10,15 +10,8 @@ out=${1:?usage: bash bench/faiss-gpu/gpu-run.sh OUTDIR}
 bin=${FAISS_GPU_BENCH:-.faissgpu/faiss_gpu_bench}
 limit=${FAISS_GPU_TIMEOUT:-230}
 mkdir -p "$out"
-{
-	date -u
-	uname -a
-	nproc
-	nvidia-smi
-	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv
-	ls -l "$bin"
-	ldd "$bin"
-} >"$out/faiss_gpu_env.txt" 2>&1
+. "$(dirname "$0")/env.sh"
+faiss_gpu_env "$bin" "$out/faiss_gpu_env.txt"
 if [ ! -x "$bin" ]; then
 	echo "no $bin: build it with bench/faiss-gpu/build.sh and carry .faissgpu" | tee "$out/faiss_gpu_store.log"
 	exit 2
