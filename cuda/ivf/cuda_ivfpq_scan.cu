@@ -32,9 +32,10 @@
 #include "cuda_walk.cuh"
 
 /*
- * Distance of slot `lane` of a slab (host_ivfpq.c's gi_host_pq_scan and
- * gi_host_pq_finish): word w of the slot holds code bytes 4w .. 4w+3; a
- * code outside the codebook makes the sum NaN there, so +Inf here.
+ * Distance of slot `lane` of a slab (host_ivfpq.c's gi_host_pq_scan, then
+ * gi_pq_select.h's gi_pq_finish): word w of the slot holds code bytes
+ * 4w .. 4w+3; a code outside the codebook makes the host's sum NaN, so
+ * +Inf here.
  */
 __device__ __forceinline__ float
 gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W,
@@ -43,7 +44,6 @@ gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint3
 	const unsigned int *p = gi_slot_payload(data, lane);
 	double		acc = base;
 	bool		bad = false;
-	double		d;
 	uint32_t	w;
 
 	for (w = 0; w < W; w++)
@@ -65,15 +65,7 @@ gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint3
 	}
 	if (bad)
 		return __int_as_float(0x7f800000);
-	if (metric == GI_METRIC_L2)
-		d = acc;
-	else if (metric == GI_METRIC_IP)
-		d = -acc;
-	else if (qn == 0.0)
-		return __int_as_float(0x7f800000);
-	else
-		d = __dsub_rn(1.0, __ddiv_rn(acc, __dsqrt_rn(qn)));
-	return gi_rank_float(__double2float_rn(d));
+	return gi_rank_float(gi_pq_finish((uint32_t) metric, acc, qn));
 }
 
 /* one warp scores one slab of the current list (SEL: from the list's rewards) */

@@ -1,9 +1,10 @@
 /*
  * gi_pq_select.h
- *		The selective IVF-PQ searches (JUNO's threshold search and its
- *		hit-count mode) as every backend must compute them: the per-store
- *		density table, a sub-space's threshold, a code's integer reward and
- *		a record's estimate from its summed rewards.
+ *		IVF-PQ arithmetic every backend must compute alike: a distance's
+ *		finish in the metric's form, and the selective searches (JUNO's
+ *		threshold search and its hit-count mode): the per-store density
+ *		table, a sub-space's threshold, a code's integer reward and a
+ *		record's estimate from its summed rewards.
  *
  * Header-only plain C (static inline), included by the host backend and
  * by the CUDA module, where the functions marked GI_PQ_HD run on the
@@ -191,28 +192,41 @@ gi_pq_unit(uint32_t mode, double factor, double span, uint32_t m)
 }
 
 /*
+ * The metric's form of a record's sum acc (gi_kind_ivfpq.h): L2 acc, IP
+ * -acc, cosine 1 - acc / |q| (+Inf for a zero query), rounded once to
+ * float; NaN becomes +Inf.
+ */
+static inline GI_PQ_HD float
+gi_pq_finish(uint32_t metric, double acc, double qnorm2)
+{
+	double		d;
+	float		f;
+
+	if (metric == GI_METRIC_L2)
+		d = acc;
+	else if (metric == GI_METRIC_IP)
+		d = -acc;
+	else if (qnorm2 == 0.0)
+		return INFINITY;
+	else
+		d = GI_PQ_SUB(1.0, GI_PQ_DIV(acc, GI_PQ_SQRT(qnorm2)));
+	f = (float) d;
+	return isnan(f) ? INFINITY : f;
+}
+
+/*
  * A record's distance from its summed rewards: the sum over sub-spaces
- * of min(v, tau) is estimated as sum_tau - rewards * unit, then put in
- * the metric's form (gi_kind_ivfpq.h) with qc = q.c (IP, cosine) and
- * qnorm2 = |q|^2 (cosine).
+ * of min(v, tau) is estimated as d = sum_tau - rewards * unit, and the
+ * record's sum is d (L2) or q.c - d (IP, cosine: qc), then
+ * gi_pq_finish with qnorm2 = |q|^2 (cosine).
  */
 static inline GI_PQ_HD float
 gi_pq_estimate(uint32_t metric, uint32_t rewards, double sum_tau, double unit,
 			   double qc, double qnorm2)
 {
 	double		d = GI_PQ_SUB(sum_tau, GI_PQ_MUL((double) rewards, unit));
-	float		f;
 
-	if (metric == GI_METRIC_IP)
-		d = -GI_PQ_SUB(qc, d);
-	else if (metric == GI_METRIC_COSINE)
-	{
-		if (qnorm2 == 0.0)
-			return INFINITY;
-		d = GI_PQ_SUB(1.0, GI_PQ_DIV(GI_PQ_SUB(qc, d), GI_PQ_SQRT(qnorm2)));
-	}
-	f = (float) d;
-	return isnan(f) ? INFINITY : f;
+	return gi_pq_finish(metric, metric == GI_METRIC_L2 ? d : GI_PQ_SUB(qc, d), qnorm2);
 }
 
 #endif							/* GI_PQ_SELECT_H */

@@ -145,28 +145,6 @@ gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *l
 	return qc;
 }
 
-static inline float
-gi_host_pq_finish(gi_metric metric, double acc, double qnorm2)
-{
-	double		d;
-	float		f;
-
-	switch (metric)
-	{
-		case GI_METRIC_L2:
-			d = acc;
-			break;
-		case GI_METRIC_IP:
-			d = -acc;
-			break;
-		default:
-			d = qnorm2 == 0.0 ? INFINITY : 1.0 - acc / sqrt(qnorm2);
-			break;
-	}
-	f = (float) d;
-	return isnan(f) ? INFINITY : f;
-}
-
 /* the gi_host_list_scorer of the kind */
 static void
 gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
@@ -215,8 +193,7 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 		for (bits = view.bitmap; bits; bits &= bits - 1)
 		{
 			i = (uint32_t) __builtin_ctz(bits);
-			gi_host_topk_push(best, gi_host_pq_finish((gi_metric) st->ivf.metric,
-													  acc[i], qnorm2),
+			gi_host_topk_push(best, gi_pq_finish(st->ivf.metric, acc[i], qnorm2),
 							  view.keys[i]);
 		}
 		slab = view.next;
