@@ -146,7 +146,7 @@ ins(gi_store *s, uint32_t n, const uint32_t *lists, const uint64_t *keys,
 	uint32_t	i;
 
 	(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys, n));
-	(void) gi_cu_pair_reserve(s, n);
+	gi_pairs_reset_call(&s->pairs);
 	for (i = 0; i < n; i += a->chunk)
 	{
 		uint32_t	end = n - i > a->chunk ? i + a->chunk : n;
@@ -418,7 +418,7 @@ check_planning(uint32_t nlists, uint32_t chunk_slabs, uint32_t mode, uint32_t se
 
 			H->store_insert(h, n, lists.data(), keys.data(), pay.data(), &dh);
 			(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys.data(), n));
-			(void) gi_cu_pair_reserve(s, n);
+			gi_pairs_reset_call(&s->pairs);
 			plan.resize(n);
 			patch.resize(8 * (size_t) n + 16);
 			/* in pipeline chunks, patches collected after each */
@@ -573,9 +573,9 @@ main(int argc, char **argv)
 		for (i = 0; i < rows * T; i += B)
 			ins(s, rows * T - i < B ? rows * T - i : B, lists + i, keys + i, pay + (size_t) i * 4, &a);
 		t1 = now_ms();
-		printf("postings ingest %u records (%u rows of %u): %.1f ms = %.1f ns/rec; pair map %llu entries\n",
+		printf("postings ingest %u records (%u rows of %u): %.1f ms = %.1f ns/rec; kept pairs %llu\n",
 			   rows * T, rows, T, t1 - t0, (t1 - t0) * 1e6 / (rows * T),
-			   (unsigned long long) s->pair_cap);
+			   (unsigned long long) s->pairs.kept.count);
 		for (i = 0; i < 1000 && i < rows; i++)
 			dk[i] = keys[(size_t) (rnext() % rows) * T];
 		t0 = now_ms();

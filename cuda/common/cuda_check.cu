@@ -25,6 +25,27 @@
 		} \
 	} while (0)
 
+/* the pairs against the key map, with the check's own memory freed */
+static bool
+gi_cu_check_pairs(const gi_store *s, char *err, size_t errlen)
+{
+	gi_pairs_check c;
+	char		msg[256];
+	bool		ok = gi_pairs_check_begin(&c, &s->pairs, s->rows, msg, sizeof(msg));
+	uint64_t	i;
+
+	for (i = 0; ok && i < s->map_cap; i++)
+		if (s->map[i].row1 != 0)
+			ok = gi_pairs_check_key(&c, &s->pairs, s->map[i].key, s->map[i].row1 - 1,
+									s->row_next, gi_cu_row_list, s, msg, sizeof(msg));
+	if (ok)
+		ok = gi_pairs_check_end(&c, &s->pairs, msg, sizeof(msg));
+	gi_pairs_check_free(&c);
+	if (!ok && err && errlen)
+		snprintf(err, errlen, "%s", msg);
+	return ok;
+}
+
 static bool
 gi_cu_download(void *dst, const void *src, size_t bytes)
 {
@@ -254,39 +275,15 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 	GI_CK(chained == s->rows, "key chains reach %llu rows of %llu",
 		  (unsigned long long) chained, (unsigned long long) s->rows);
 
-	/* pair map: exactly the live rows' (key, list) pairs, each findable */
+	/* GI_KEYS_PER_LIST's pairs (gi_pairset.h); every other mode keeps none */
 	if (s->params.key_mode == GI_KEYS_PER_LIST)
 	{
-		uint64_t	pairs_used = 0;
-
-		GI_CK(s->pair_cap >= GI_CU_MAP_INITIAL && (s->pair_cap & (s->pair_cap - 1)) == 0,
-			  "pair map capacity %llu", (unsigned long long) s->pair_cap);
-		for (i = 0; i < s->pair_cap; i++)
-		{
-			const gi_cu_pairent *e = &s->pairs[i];
-			uint32_t	row;
-
-			if (e->row1 == 0)
-				continue;
-			pairs_used++;
-			row = e->row1 - 1;
-			GI_CK(row < s->row_hwm && row_seen[row] == 3 && row_key[row] == e->key,
-				  "pair (%llu, %u) names row %u, not a live row of the key",
-				  (unsigned long long) e->key, e->list, row);
-			GI_CK(s->slabs[GI_CU_LOC_SLAB(s->att[row])].list == e->list,
-				  "pair (%llu, %u): row %u lives in list %u", (unsigned long long) e->key,
-				  e->list, row, s->slabs[GI_CU_LOC_SLAB(s->att[row])].list);
-			GI_CK(gi_cu_pair_find(s, gi_cu_pair_hash(e->key, e->list), e->key, e->list) == i,
-				  "pair (%llu, %u) at slot %llu is not found there (or twice)",
-				  (unsigned long long) e->key, e->list, (unsigned long long) i);
-		}
-		GI_CK(pairs_used == s->pair_count && pairs_used == s->rows,
-			  "pair map holds %llu pairs, count says %llu, %llu rows live",
-			  (unsigned long long) pairs_used, (unsigned long long) s->pair_count,
-			  (unsigned long long) s->rows);
+		if (!gi_cu_check_pairs(s, err, errlen))
+			return false;
 	}
 	else
-		GI_CK(s->pair_cap == 0 && s->pairs == NULL, "a pair map without GI_KEYS_PER_LIST");
+		GI_CK(s->pairs.call.count == 0 && s->pairs.kept.count == 0 &&
+			  s->pairs.kept.cap == 0, "pairs kept without GI_KEYS_PER_LIST");
 
 	/* per-slot keys and ordinals on the device: those of the row living there */
 	for (i = 0; i < s->slab_hwm; i++)

@@ -247,7 +247,8 @@ gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 	}
 	/* one rehash for the whole batch, when it fits under the limit */
 	(void) gi_cu_map_reserve(s, gi_cu_batch_keys(s, keys, n));
-	(void) gi_cu_pair_reserve(s, n);
+	/* a call that failed half way left its pairs */
+	gi_pairs_reset_call(&s->pairs);
 
 	for (i = 0, b = 0; i < n; i = end, b ^= 1)
 	{
@@ -288,6 +289,7 @@ gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 		if (st != GI_OK)
 			break;
 	}
+	gi_pairs_reset_call(&s->pairs);
 	{
 		uint64_t	t0 = gi_cu_now_ns();
 		gi_status	ast = gi_cu_arena_wait(s, 0);

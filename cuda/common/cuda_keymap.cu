@@ -96,11 +96,7 @@ gi_cu_map_free(gi_store *s)
 	gi_cu_map_release(s->map, s->map_bytes);
 	s->map = NULL;
 	s->map_bytes = 0;
-	gi_cu_map_release((gi_cu_mapent *) s->pairs, s->pair_bytes);
-	s->pairs = NULL;
-	s->pair_bytes = 0;
-	s->pair_cap = 0;
-	s->pair_count = 0;
+	gi_pairs_free(&s->pairs);
 }
 
 void
@@ -270,139 +266,13 @@ gi_cu_batch_keys(const gi_store *s, const uint64_t *keys, uint32_t n)
 	return runs;
 }
 
-/* ---- the pair map (GI_KEYS_PER_LIST) ------------------------------------- */
-
-static_assert(sizeof(gi_cu_pairent) == sizeof(gi_cu_mapent),
-			  "the pair map shares the key map's allocator");
-
-void
-gi_cu_pair_put(gi_store *s, uint64_t hash, uint64_t key, uint32_t list, uint32_t row)
-{
-	uint64_t	mask = s->pair_cap - 1;
-	uint64_t	i = hash & mask;
-	gi_cu_pairent *m = s->pairs;
-
-	while (m[i].row1 != 0)
-		i = (i + 1) & mask;
-	m[i].key = key;
-	m[i].list = list;
-	m[i].row1 = row + 1;
-	s->pair_count++;
-}
-
-/* remove the pair's entry (present), backward-shift deletion */
-void
-gi_cu_pair_remove(gi_store *s, uint64_t key, uint32_t list)
-{
-	gi_cu_pairent *m = s->pairs;
-	uint64_t	mask = s->pair_cap - 1;
-	uint64_t	i = gi_cu_pair_find(s, gi_cu_pair_hash(key, list), key, list);
-	uint64_t	j;
-
-	if (i == GI_CU_MAP_NONE)
-		return;
-	for (j = i;;)
-	{
-		uint64_t	home;
-
-		j = (j + 1) & mask;
-		if (m[j].row1 == 0)
-			break;
-		home = gi_cu_pair_hash(m[j].key, m[j].list) & mask;
-		if (((j - home) & mask) >= ((j - i) & mask))
-		{
-			m[i] = m[j];
-			i = j;
-		}
-	}
-	m[i].row1 = 0;
-	m[i].key = 0;
-	m[i].list = 0;
-	s->pair_count--;
-}
-
-gi_status
-gi_cu_pair_resize(gi_store *s, uint64_t newcap)
-{
-	gi_cu_pairent *m;
-	gi_cu_pairent *old = s->pairs;
-	size_t		mapped;
-	uint64_t	need = gi_cu_bytes_for(s, s->nslabs, s->map_cap)
-		+ (newcap - s->pair_cap) * sizeof(gi_cu_pairent);
-	uint64_t	t0 = gi_cu_now_ns();
-	uint64_t	mask = newcap - 1;
-	uint64_t	i;
-
-	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
-		return gi_cu_limit_error(s, need);
-	if (newcap > SIZE_MAX / sizeof(gi_cu_pairent))
-	{
-		gi_cu_set_error("pair map of %llu entries is too large",
-						(unsigned long long) newcap);
-		return GI_ERR_NOMEM;
-	}
-	m = (gi_cu_pairent *) gi_cu_map_alloc(newcap, &mapped);
-	if (m == NULL)
-	{
-		gi_cu_set_error("out of memory growing the pair map to %llu entries",
-						(unsigned long long) newcap);
-		return GI_ERR_NOMEM;
-	}
-	for (i = 0; i < s->pair_cap; i++)
-	{
-		uint64_t	h;
-
-		if (old[i].row1 == 0)
-			continue;
-		for (h = gi_cu_pair_hash(old[i].key, old[i].list) & mask; m[h].row1 != 0;
-			 h = (h + 1) & mask)
-			;
-		m[h] = old[i];
-	}
-	gi_cu_map_release((gi_cu_mapent *) old, s->pair_bytes);
-	s->pairs = m;
-	s->pair_bytes = mapped;
-	s->pair_cap = newcap;
-	s->prof.map_ns += gi_cu_now_ns() - t0;
-	s->prof.nmap++;
-	return GI_OK;
-}
-
-/* room for `pairs` more pairs in one resize, under gi_cu_map_reserve's rule */
-gi_status
-gi_cu_pair_reserve(gi_store *s, uint64_t pairs)
-{
-	uint64_t	want = s->pair_count + pairs;
-	uint64_t	cap = s->pair_cap;
-
-	if (cap == 0 || want * 3 <= cap * 2)
-		return GI_OK;
-	while (want * 3 > cap * 2)
-		cap *= 2;
-	if (s->params.memory_limit != 0)
-	{
-		uint64_t	lists = pairs < s->params.nlists ? pairs : s->params.nlists;
-		uint64_t	slabs = s->slabs_used + pairs / GI_SLAB_RECORDS + lists + 1;
-
-		if (slabs < s->nslabs)
-			slabs = s->nslabs;
-		if (gi_cu_bytes_for(s, slabs, s->map_cap) + (cap - s->pair_cap) * sizeof(gi_cu_pairent) >
-			s->params.memory_limit)
-			return GI_OK;
-	}
-	(void) gi_cu_pair_resize(s, cap);
-	return GI_OK;
-}
-
 gi_status
 gi_cu_maps_init(gi_store *s)
 {
 	gi_status	st;
 
 	s->map_cap = 0;
-	s->pair_cap = 0;
+	gi_pairs_init(&s->pairs, NULL);
 	st = gi_cu_map_resize(s, GI_CU_MAP_INITIAL);
-	if (st == GI_OK && s->params.key_mode == GI_KEYS_PER_LIST)
-		st = gi_cu_pair_resize(s, GI_CU_MAP_INITIAL);
 	return st;
 }

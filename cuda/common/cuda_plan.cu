@@ -51,10 +51,10 @@
  * per slot the 32-bit ATT entry; the ordinal -> key array sized from the
  * map) plus the host side (mirror headers, dirty marks, stacks, per-row
  * ATT mirror, key chains and free rows, the key map, the free ordinals,
- * the pair map as it is now).
+ * the kept pair set as it is now).
  * The single formula behind both the statistics and the memory limit, so
- * they can never disagree.  Search scratch and the upload arenas are
- * transient and not counted.  gi_cu_device_bytes() (cuda_store.cu) counts
+ * they can never disagree.  Search scratch, the upload arenas and an
+ * insert call's own pair set are transient and not counted.  gi_cu_device_bytes() (cuda_store.cu) counts
  * the device part alone.
  */
 uint64_t
@@ -75,7 +75,7 @@ gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)
 		+ nslabs * (dev_slab + host_slab)
 		+ map_cap * sizeof(gi_cu_mapent)
 		+ gi_cu_kid_cap(map_cap) * per_kid
-		+ s->pair_cap * sizeof(gi_cu_pairent);
+		+ gi_pairset_bytes(&s->pairs.kept);
 }
 
 gi_status
@@ -340,6 +340,36 @@ gi_cu_new_head(gi_store *s, uint32_t list, uint32_t *headp)
 	return GI_OK;
 }
 
+/* the list of a live row (gi_pairs_list_fn) */
+uint32_t
+gi_cu_row_list(const void *store, uint32_t row)
+{
+	const gi_store *s = (const gi_store *) store;
+
+	return s->slabs[GI_CU_LOC_SLAB(s->att[row])].list;
+}
+
+/* the most slots the kept pair set may have under the memory limit */
+static uint64_t
+gi_cu_kept_cap_max(const gi_store *s)
+{
+	return gi_pairs_kept_cap_max(s->params.memory_limit,
+								 gi_cu_bytes_for(s, s->nslabs, s->map_cap)
+								 - gi_pairset_bytes(&s->pairs.kept));
+}
+
+/* the status of a gi_pairs call that answered rc < 0 */
+static gi_status
+gi_cu_pairs_error(const gi_store *s, int rc)
+{
+	if (rc == -2)
+		return gi_cu_limit_error(s, gi_cu_bytes_for(s, s->nslabs, s->map_cap)
+								 - gi_pairset_bytes(&s->pairs.kept)
+								 + gi_pairset_cap_for(&s->pairs.kept, 2) * sizeof(gi_pairset_ent));
+	gi_cu_set_error("out of memory growing the (key, list) pair set");
+	return GI_ERR_NOMEM;
+}
+
 /*
  * Plan records [from, to) of a batch into plan[*nplan ...]: the mirror is
  * updated as the host store would be, and each inserted record gets a
@@ -373,8 +403,8 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 		uint64_t	hash = hring[r % GI_CU_PREFETCH];
 		uint64_t	mask;
 		uint64_t	mi;
-		uint64_t	phash = 0;
 		bool		found = false;
+		int			rc;
 		uint32_t	head;
 		uint32_t	slot;
 		uint32_t	row;
@@ -409,17 +439,24 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			continue;
 		if (mode == GI_KEYS_PER_LIST)
 		{
-			phash = gi_cu_pair_hash(key, list);
-			if (found && gi_cu_pair_find(s, phash, key, list) != GI_CU_MAP_NONE)
+			rc = gi_pairs_present(&s->pairs, key, list, found ? m[mi].row1 - 1 : GI_NIL,
+								  s->row_next, gi_cu_row_list, s,
+								  gi_cu_kept_cap_max(s), NULL);
+			if (rc < 0)
+			{
+				st = gi_cu_pairs_error(s, rc);
+				break;
+			}
+			if (rc == 1)
 				continue;
 		}
 
 		/* first everything that can fail, before any structure changes */
-		if (mode == GI_KEYS_PER_LIST && !gi_cu_pair_has_room(s))
+		if (mode == GI_KEYS_PER_LIST &&
+			(rc = gi_pairs_reserve(&s->pairs, gi_cu_kept_cap_max(s))) < 0)
 		{
-			st = gi_cu_pair_resize(s, s->pair_cap * 2);
-			if (st != GI_OK)
-				break;
+			st = gi_cu_pairs_error(s, rc);
+			break;
 		}
 		/* held ordinals (concurrent mode) can outrun the live keys: grow too */
 		if (!found && (!gi_cu_map_has_room(s) ||
@@ -474,7 +511,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			m[mi].row1 = row + 1;
 		}
 		if (mode == GI_KEYS_PER_LIST)
-			gi_cu_pair_put(s, phash, key, list, row);
+			gi_pairs_added(&s->pairs, key, list, !found, NULL);
 
 		plan[np].key = key;
 		plan[np].src = r - from;
@@ -669,12 +706,12 @@ gi_cu_plan_delete(gi_store *s, uint32_t n, const uint64_t *keys, uint64_t *done)
 			out = (uint32_t *) s->h_rows.p;
 		}
 		row = m[mi].row1 - 1;
+		if (s->params.key_mode == GI_KEYS_PER_LIST)
+			gi_pairs_forget(&s->pairs, key, row, s->row_next, gi_cu_row_list, s, NULL);
 		while (row != GI_NIL)
 		{
 			uint32_t	next = s->row_next[row];
 
-			if (s->pair_cap)
-				gi_cu_pair_remove(s, key, s->slabs[GI_CU_LOC_SLAB(s->att[row])].list);
 			gi_cu_remove_row(s, row, &out[s->nrows_del++]);
 			ndone++;
 			row = next;

@@ -2,7 +2,7 @@
  * cuda_store.h
  *		The CUDA store, the same for every kind: what lives on its device
  *		(list heads, slab headers and data blocks, ATT, free stack), the
- *		host side (key map, pair map, mirror of the slab metadata, upload
+ *		host side (key map, pair sets, mirror of the slab metadata, upload
  *		arenas), the kind's state hook, and the internal entry points of
  *		cuda/common.  Why it is split so: cuda/README.md, "What lives where".
  */
@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "gi_backend.h"
+#include "gi_pairset.h"
 #include "cuda_device.h"
 
 /* device slab header: one 32-byte sector holds all a reader needs */
@@ -88,13 +89,6 @@ gi_cu_kid_cap(uint64_t map_cap)
 	return map_cap * 2 / 3 + 1;
 }
 
-/* one pair map entry (GI_KEYS_PER_LIST): row1 = the pair's row + 1, 0 = empty */
-struct gi_cu_pairent
-{
-	uint64_t	key;
-	uint32_t	list;
-	uint32_t	row1;
-};
 
 /*
  * Phase times of the mutations (nanoseconds, accumulated until reset by
@@ -257,11 +251,8 @@ struct gi_store
 	 */
 	gi_status	(*grow_kids) (gi_store *s, uint64_t map_cap);
 
-	/* (key, list) -> row, kept with GI_KEYS_PER_LIST only (else cap 0) */
-	uint64_t	pair_cap;
-	uint64_t	pair_count;
-	gi_cu_pairent *pairs;
-	size_t		pair_bytes;		/* mapping size (huge-page backed) */
+	/* the pairs of GI_KEYS_PER_LIST's check (gi_pairset.h; unused otherwise) */
+	gi_pairs	pairs;
 
 	/*
 	 * What the store's kind keeps (its set_state, its search scratch):
@@ -301,6 +292,8 @@ extern void gi_cu_time_end(gi_store *s);
 /* ---- cuda_plan.cu: host side of the mutations (no CUDA calls) ---- */
 extern uint64_t gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap);
 extern gi_status gi_cu_limit_error(const gi_store *s, uint64_t need);
+/* the list of a live row in the mirror (gi_pairs_list_fn) */
+extern uint32_t gi_cu_row_list(const void *store, uint32_t row);
 extern bool gi_cu_hbuf_reserve(gi_cu_hbuf *b, size_t bytes);
 extern bool gi_cu_grow_mirror(gi_store *s, uint64_t want);
 extern void gi_cu_init_mirror(gi_store *s, uint64_t old, uint64_t want);
@@ -400,45 +393,8 @@ extern gi_status gi_cu_map_resize(gi_store *s, uint64_t newcap);
 extern gi_status gi_cu_map_reserve(gi_store *s, uint64_t keys);
 extern uint64_t gi_cu_batch_keys(const gi_store *s, const uint64_t *keys, uint32_t n);
 extern void gi_cu_map_free(gi_store *s);
-/* the key map, and the pair map with GI_KEYS_PER_LIST, at their first size */
+/* the key map at its first size, and no pairs */
 extern gi_status gi_cu_maps_init(gi_store *s);
-
-/* ---- cuda_keymap.cu: (key, list) -> row (host side, GI_KEYS_PER_LIST) ---- */
-
-static inline uint64_t
-gi_cu_pair_hash(uint64_t key, uint32_t list)
-{
-	return gi_cu_hash(key ^ ((uint64_t) list * UINT64_C(0x9e3779b97f4a7c15)));
-}
-
-/* the pair's slot, or GI_CU_MAP_NONE */
-static inline uint64_t
-gi_cu_pair_find(const gi_store *s, uint64_t hash, uint64_t key, uint32_t list)
-{
-	uint64_t	mask = s->pair_cap - 1;
-	uint64_t	i = hash & mask;
-	const gi_cu_pairent *m = s->pairs;
-
-	while (m[i].row1 != 0)
-	{
-		if (m[i].key == key && m[i].list == list)
-			return i;
-		i = (i + 1) & mask;
-	}
-	return GI_CU_MAP_NONE;
-}
-
-static inline bool
-gi_cu_pair_has_room(const gi_store *s)
-{
-	return (s->pair_count + 1) * 3 <= s->pair_cap * 2;
-}
-
-extern void gi_cu_pair_put(gi_store *s, uint64_t hash, uint64_t key, uint32_t list,
-						   uint32_t row);
-extern void gi_cu_pair_remove(gi_store *s, uint64_t key, uint32_t list);
-extern gi_status gi_cu_pair_resize(gi_store *s, uint64_t newcap);
-extern gi_status gi_cu_pair_reserve(gi_store *s, uint64_t pairs);
 
 /* ---- cuda_insert.cu / cuda_delete.cu ---- */
 extern gi_status gi_cu_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,

@@ -19,6 +19,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/generic_xlog.h"
 #include "access/xlogdefs.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -197,6 +198,7 @@ typedef GiPageOpaqueData *GiPageOpaque;
 	 MAXALIGN(sizeof(GiPageOpaqueData)))
 
 extern void gi_init_page(Page page, uint16 flags, uint16 page_id);
+extern Page gi_xlog_register(GenericXLogState *state, Buffer buf);
 extern bool gi_page_recyclable(Page page);
 extern Buffer gi_new_buffer(Relation index, ForkNumber forknum, bool building);
 

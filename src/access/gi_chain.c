@@ -48,7 +48,7 @@ gi_list_set_insert_page(Relation index, GiListRef ref, BlockNumber insert)
 	if (head_item(BufferGetPage(buf), ref)->insert != insert)
 	{
 		GenericXLogState *state = GenericXLogStart(index);
-		Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+		Page		page = gi_xlog_register(state, buf);
 
 		head_item(page, ref)->insert = insert;
 		GenericXLogFinish(state);
@@ -152,7 +152,7 @@ gi_list_append(Relation index, uint16 page_id, GiListRef ref, const void *item,
 		if (PageGetFreeSpace(page) >= MAXALIGN(itemsz))
 		{
 			state = GenericXLogStart(index);
-			page = GenericXLogRegisterBuffer(state, buf, 0);
+			page = gi_xlog_register(state, buf);
 			add_item(index, page, item, itemsz);
 			/* its list needs it again: VACUUM keeps it in the chain */
 			GiPageGetOpaque(page)->flags &= ~GI_PAGE_IDLE;

@@ -158,7 +158,7 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		{
 			GenericXLogState *state = GenericXLogStart(index);
 
-			page = GenericXLogRegisterBuffer(state, buf, 0);
+			page = gi_xlog_register(state, buf);
 			PageIndexMultiDelete(page, deletable, ndeletable);
 			GenericXLogFinish(state);
 			page = BufferGetPage(buf);	/* the copy above is gone */
@@ -173,7 +173,7 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			/* unlinked at the next VACUUM unless its list refills it */
 			GenericXLogState *state = GenericXLogStart(index);
 
-			page = GenericXLogRegisterBuffer(state, buf, 0);
+			page = gi_xlog_register(state, buf);
 			GiPageGetOpaque(page)->flags |= GI_PAGE_IDLE;
 			GenericXLogFinish(state);
 			page = BufferGetPage(buf);

@@ -1,17 +1,33 @@
 /*
  * gi_page.c
  *		Pages of a gpuindex index: initialising one, whether a deleted page
- *		may be reused, and where a new page comes from (the free space map
- *		first, then the end of the relation).
+ *		may be reused, where a new page comes from (the free space map
+ *		first, then the end of the relation), and registering a changed page
+ *		with a generic WAL record.
  */
 #include "postgres.h"
 
+#include "access/xloginsert.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 
 #include "gi_access.h"
+
+/*
+ * Register an existing page in a generic WAL record.  When the record will
+ * carry the page's full image anyway (its first change since the last
+ * checkpoint), say so, and GenericXLog skips computing a delta that would
+ * be thrown away.
+ */
+Page
+gi_xlog_register(GenericXLogState *state, Buffer buf)
+{
+	return GenericXLogRegisterBuffer(state, buf,
+									 XLogCheckBufferNeedsBackup(buf) ?
+									 GENERIC_XLOG_FULL_IMAGE : 0);
+}
 
 void
 gi_init_page(Page page, uint16 flags, uint16 page_id)

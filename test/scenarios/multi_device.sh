@@ -59,11 +59,11 @@ out=$(q "CREATE EXTENSION gpuindex;
    CREATE TABLE sp (id int, v spvec(300));
    INSERT INTO sp SELECT i, (SELECT ('{' || string_agg(t || ':' || (1 + (t * i) % 4) * 0.5, ',' ORDER BY t) || '}/300')
 	 FROM (SELECT DISTINCT (1 + floor(299 * random() ^ 2))::int t FROM generate_series(1, 12) WHERE i > 0) x)::spvec
-   FROM generate_series(1, 4000) i;
+   FROM generate_series(1, 12000) i;
    CREATE INDEX sp_v ON sp USING gpusparse (v);
    CREATE TABLE s (id int, a int[]);
    INSERT INTO s SELECT i, ARRAY(SELECT (random() * random() * 200)::int FROM generate_series(1, 10) WHERE i > 0)
-   FROM generate_series(1, 4000) i;
+   FROM generate_series(1, 12000) i;
    CREATE INDEX s_a ON s USING genie (a) WITH (lists = 64);" 2>&1)
 check "tables and indexes created" "" "$(echo "$out" | grep -E 'ERROR|FATAL')"
 
@@ -204,14 +204,17 @@ check "the service restarted alone" 1 "$([ "$(q "SELECT generation FROM gpuindex
 answers "2 devices after a service restart" r2
 same "2 devices after a service restart" r2 c2 "2 devices before it"
 spread 2 "2 devices after a service restart"
+# store sizes with 2 devices, for the limit below
+ivf2=$(q "SELECT sum(bytes) FROM gpuindex_stats WHERE index_name IN ('v_e', 'c_e', 'p_e')")
+post=$(q "SELECT least(sum(bytes) FILTER (WHERE index_name = 'sp_v'), sum(bytes) FILTER (WHERE index_name = 's_a')) FROM gpuindex_stats")
 devices 1
 answers "1 device after the second writes" c1
 same "2 devices after writes" c2 c1 "1 device"
 
-# a limit that holds the IVF stores, spread, and a megabyte or two more:
-# genie's and gpusparse's stores do not fit and are searched in parts (a
+# a limit that holds the IVF stores, spread, and half the smaller of genie's
+# and gpusparse's stores: those do not fit and are searched in parts (a
 # session's part store on one device)
-mb=$(q "SELECT ceil(sum(bytes) * 1.2 / 1048576)::int + 1 FROM gpuindex_stats WHERE index_name IN ('v_e', 'c_e', 'p_e')")
+mb=$(q "SELECT ceil(($ivf2 * 1.05 + $post / 2.0) / 1048576)::int")
 setting gpuindex.memory_limit ${mb}MB
 devices 2
 answers "2 devices, $mb MB" m2
@@ -220,6 +223,8 @@ check "2 devices, $mb MB: the IVF stores are held, spread" 6 \
 	"$(q "SELECT count(*) FROM gpuindex_store_shards() WHERE index_name IN ('v_e', 'c_e', 'p_e')")"
 check "2 devices, $mb MB: the stores held stay within the limit" 1 \
 	"$(q "SELECT (bytes <= $mb * 1024 * 1024)::int FROM gpuindex_service()")"
+echo "# limit $mb MB: IVF stores $ivf2 bytes with 2 devices, the smaller posting-list store $post; held now:" \
+	"$(q "SELECT string_agg(index_name || ' ' || bytes, ', ' ORDER BY index_name) FROM gpuindex_stats")"
 check "2 devices, $mb MB: genie and gpusparse searched in parts" 2 \
 	"$(cluster_psql "$dir" $port -At -c "SET client_min_messages = debug1; SET enable_seqscan = off;" \
 		-c "SELECT count(*) FROM (SELECT id FROM s ORDER BY a <&> '{1,2,3}' LIMIT 5) x" \

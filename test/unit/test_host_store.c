@@ -2001,90 +2001,90 @@ test_per_list_random(void **state)
 }
 
 /*
- * The (key, list) map counts against the memory limit: with room for the
- * pool and the key map but not for doubling the pair map, the 43rd pair
- * fails mid-batch, the pairs before it are in, and repeats (which need no
- * room) still pass.
+ * The kept pair set counts against the memory limit.  A call of new keys
+ * keeps no pair (the store's bytes equal a GI_KEYS_ANY store's); a later
+ * call that brings the keys again needs room to keep their pairs: at a
+ * limit without it, repeats of present pairs still pass, the first new
+ * pair of such a key fails and nothing changes; with the limit lifted the
+ * call goes in and the kept pairs show in the bytes.
  */
 static void
 test_per_list_memory_limit(void **state)
 {
 	enum
 	{
-		NL = 10, NK = 10, FIT = 42
+		NL = 10, NK = 10, HALF = NK * NL / 2
 	};
 	uint32_t	kidx[2 * NK * NL];
 	uint32_t	lists[2 * NK * NL];
 	uint32_t	pays[2 * NK * NL];
 	uint64_t	keys[2 * NK * NL];
-	gi_store   *probe;
 	gi_store   *any;
 	gi_store   *s;
-	uint64_t	limit;
 	uint64_t	n = 99;
-	uint64_t	d0;
 	pl_model	m;
 	uint32_t	i;
 
 	(void) state;
-	/* pair j is (key j / 10, list j % 10); each record followed by a repeat */
-	for (i = 0; i < NK * NL; i++)
+	/*
+	 * Records 0 .. HALF - 1: key i / 5 in list i % 5; then from HALF on,
+	 * pairs of lists 5 .. 9, each preceded by a repeat of a present pair.
+	 */
+	for (i = 0; i < HALF; i++)
 	{
-		kidx[2 * i] = kidx[2 * i + 1] = i / NL;
-		lists[2 * i] = lists[2 * i + 1] = i % NL;
-		pays[2 * i] = i;
-		pays[2 * i + 1] = ~i;
+		kidx[i] = i / 5;
+		lists[i] = i % 5;
+		pays[i] = i;
+		kidx[HALF + 2 * i] = kidx[HALF + 2 * i + 1] = i / 5;
+		lists[HALF + 2 * i] = i % 5;
+		lists[HALF + 2 * i + 1] = 5 + i % 5;
+		pays[HALF + 2 * i] = ~i;
+		pays[HALF + 2 * i + 1] = i + 1000;
 	}
-	for (i = 0; i < 2 * NK * NL; i++)
+	for (i = 0; i < 3 * HALF; i++)
 		keys[i] = pl_key(kidx[i]);
 
-	/* the pair map is in the byte count, and doubles with the 43rd pair */
-	probe = new_store(NL, 4, 16, GI_KEYS_PER_LIST, 0);
+	s = new_store(NL, 4, 16, GI_KEYS_PER_LIST, 0);
 	any = new_store(NL, 4, 16, GI_KEYS_ANY, 0);
-	d0 = stats_of(probe).bytes - stats_of(any).bytes;
-	assert_true(d0 > 0);
-	assert_int_equal(ops->store_insert(probe, 2 * FIT, lists, keys, pays, &n), GI_OK);
-	assert_int_equal(n, FIT);
-	assert_int_equal(ops->store_insert(any, 2 * FIT, lists, keys, pays, &n), GI_OK);
-	assert_int_equal(stats_of(probe).slabs_total, stats_of(any).slabs_total);
-	assert_int_equal(stats_of(probe).bytes - stats_of(any).bytes, d0);
-	limit = stats_of(probe).bytes;
-	assert_int_equal(ops->store_insert(probe, 2, lists + 2 * FIT, keys + 2 * FIT,
-									   pays + 2 * FIT, &n), GI_OK);
-	assert_int_equal(stats_of(probe).slabs_total, stats_of(any).slabs_total);
-	assert_int_equal(stats_of(probe).bytes - limit, d0);
-	ops->store_destroy(probe);
-	ops->store_destroy(any);
-
-	s = new_store(NL, 4, 16, GI_KEYS_PER_LIST, limit + 100);
 	pl_model_init(&m, NK, NL);
-	assert_int_equal(ops->store_insert(s, 2 * NK * NL, lists, keys, pays, &n),
-					 GI_ERR_LIMIT);
-	assert_int_equal(n, FIT);
+	pl_insert(s, &m, HALF, kidx, lists, pays);
+	assert_int_equal(ops->store_insert(any, HALF, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(stats_of(s).bytes, stats_of(any).bytes);
+
+	/* no room to keep pairs: the repeat passes, the new pair stops the call */
+	ops->store_set_limit(s, stats_of(s).bytes);
+	assert_int_equal(ops->store_insert(s, 2 * HALF, lists + HALF, keys + HALF,
+									   pays + HALF, &n), GI_ERR_LIMIT);
+	assert_int_equal(n, 0);
 	assert_non_null(strstr(ops->last_error(), "gpuindex.memory_limit"));
-	assert_int_equal(pl_model_insert(&m, 2 * NK * NL, kidx, lists, pays, n), FIT);
+	pl_compare(s, &m);
+	assert_int_equal(ops->store_insert(s, HALF, lists, keys, pays, &n), GI_OK);
+	assert_int_equal(n, 0);
 	pl_compare(s, &m);
 
-	/* repeats of present pairs need no room */
-	assert_int_equal(ops->store_insert(s, 2 * FIT, lists, keys, pays, &n), GI_OK);
-	assert_int_equal(n, 0);
-	/* once key 0's ten pairs are gone the next ten pairs fit */
-	pl_delete(s, &m, 1, &kidx[0]);
-	pl_insert(s, &m, 2 * 10, kidx + 2 * FIT, lists + 2 * FIT, pays + 2 * FIT);
-	pl_compare(s, &m);
-	assert_int_equal(m.rows, FIT);
-	/* a raised limit lets the pair map grow: the rest goes in */
+	/* room: every new pair goes in, and the kept pairs are counted */
 	ops->store_set_limit(s, 0);
-	pl_insert(s, &m, 2 * NK * NL, kidx, lists, pays);
+	pl_insert(s, &m, 2 * HALF, kidx + HALF, lists + HALF, pays + HALF);
 	assert_int_equal(m.rows, NK * NL);
+	assert_int_equal(ops->store_insert(any, 2 * HALF, lists + HALF, keys + HALF,
+									   pays + HALF, &n), GI_OK);
+	assert_int_equal(stats_of(s).slabs_total, stats_of(any).slabs_total);
+	assert_true(stats_of(s).bytes >= stats_of(any).bytes +
+				(NK * (NL + 1)) * 2 * sizeof(uint64_t));
+	pl_compare(s, &m);
+	for (i = 0; i < NK; i++)
+		kidx[i] = i;
+	pl_delete(s, &m, NK, kidx);
+	assert_int_equal(m.rows, 0);
 	pl_compare(s, &m);
 	pl_model_free(&m);
+	ops->store_destroy(any);
 	ops->store_destroy(s);
 }
 
 /*
  * The allocator fails at every point of a batch that grows the pool, the
- * key map and the pair map, on a store already holding some of the pairs:
+ * key map and the pair sets, on a store already holding some of the pairs:
  * each time the store is consistent and holds exactly the prefix that
  * ninserted reports, and takes the rest once memory is back.
  */

@@ -20,11 +20,10 @@
  *	  row to slab << 32 | slot; rows of one key are chained through
  *	  row_next so that a key owning many rows is deleted in time
  *	  proportional to its own rows;
- *	- a key -> first row hash map, and with GI_KEYS_PER_LIST a second one
- *	  from (key, list) -> row that makes the "one record per list" check
- *	  O(1) however many records the key owns; both use open addressing,
- *	  linear probing and backward-shift deletion, so no tombstones ever
- *	  accumulate;
+ *	- a key -> first row hash map (open addressing, linear probing and
+ *	  backward-shift deletion, so no tombstones ever accumulate); with
+ *	  GI_KEYS_PER_LIST the pair sets of gi_pairset.h make the "one record
+ *	  per list" check O(1) however many records the key owns;
  *	- a slab whose count drops to zero is unlinked and pushed on the free
  *	  stack at once;
  *	- every live key has a dense ordinal (reused through a free stack once
@@ -40,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gi_pairset.h"
 #include "host_pool.h"
 #include "host_store.h"
 
@@ -71,23 +71,21 @@ typedef struct gi_host_slab
 #define GI_HOST_MAP_INITIAL 64
 
 /*
- * An open-addressing hash map from a key, or from a (key, list) pair when
- * by_list, to a row.  A slot is empty when its row is GI_NIL, so every key
- * value is legal.  An entry's fields share one 16-byte slot, so a probe
- * touches one cache line (deletes look up one pair per posting, at random).
+ * An open-addressing hash map from a key to a row.  A slot is empty when
+ * its row is GI_NIL, so every key value is legal.  An entry fills 16
+ * bytes, so a probe touches one cache line.
  */
 typedef struct gi_host_mapent
 {
 	uint64_t	key;
-	uint32_t	list;			/* 0 unless by_list */
 	uint32_t	row;
+	uint32_t	unused;
 } gi_host_mapent;
 
 typedef struct gi_host_map
 {
-	uint64_t	cap;			/* power of two; 0 when the map is not kept */
+	uint64_t	cap;			/* power of two */
 	uint64_t	count;
-	bool		by_list;
 	gi_host_mapent *ents;		/* [cap] */
 } gi_host_map;
 
@@ -131,8 +129,8 @@ struct gi_store
 	/* key -> first row of the key's chain */
 	gi_host_map keymap;
 
-	/* (key, list) -> row; kept only with GI_KEYS_PER_LIST */
-	gi_host_map pairmap;
+	/* the pairs of GI_KEYS_PER_LIST's check (unused otherwise) */
+	gi_pairs	pairs;
 
 	/* map slots examined and chain rows visited by inserts and deletes */
 	uint64_t	steps;
@@ -210,9 +208,10 @@ gi_host_map_entry_bytes(void)
 
 /*
  * Bytes the store holds with a pool of nslabs slabs, a key map of keys_cap
- * entries and a pair map of pairs_cap entries: the single source of truth
- * for both the stats and the memory limit, so that the two can never
- * disagree.
+ * entries and a kept pair set of pairs_cap slots: the single source of
+ * truth for both the stats and the memory limit, so that the two can
+ * never disagree.  An insert call's own pair set is transient and not
+ * counted.
  */
 static uint64_t
 gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
@@ -231,14 +230,14 @@ gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
 		+ (uint64_t) s->params.nlists * sizeof(uint32_t)
 		+ nslabs * per_slab
 		+ keys_cap * gi_host_map_entry_bytes()
-		+ pairs_cap * gi_host_map_entry_bytes();
+		+ pairs_cap * sizeof(gi_pairset_ent);
 }
 
 /* bytes held now, with a pool of nslabs slabs */
 static inline uint64_t
 gi_host_bytes_with_slabs(const gi_store *s, uint64_t nslabs)
 {
-	return gi_host_bytes_for(s, nslabs, s->keymap.cap, s->pairmap.cap);
+	return gi_host_bytes_for(s, nslabs, s->keymap.cap, s->pairs.kept.cap);
 }
 
 static gi_status
@@ -264,35 +263,31 @@ gi_host_hash(uint64_t k)
 	return k;
 }
 
-/* home slot of an entry; list is 0 unless the map is by_list */
+/* home slot of a key */
 static inline uint64_t
-gi_host_map_home(const gi_host_map *m, uint64_t key, uint32_t list)
+gi_host_map_home(const gi_host_map *m, uint64_t key)
 {
-	/* one mixing step for both maps: deletes rehash every entry they shift */
-	uint64_t	h = gi_host_hash(key ^ ((uint64_t) list * UINT64_C(0x9E3779B97F4A7C15)));
-
-	return h & (m->cap - 1);
+	return gi_host_hash(key) & (m->cap - 1);
 }
 
 #define GI_HOST_MAP_NONE UINT64_MAX
 
 /*
- * Slot of key (and list, when by_list), or GI_HOST_MAP_NONE.  Adds the
- * slots examined to *steps when steps is not NULL.
+ * Slot of key, or GI_HOST_MAP_NONE.  Adds the slots examined to *steps
+ * when steps is not NULL.
  */
 static uint64_t
-gi_host_map_find(const gi_host_map *m, uint64_t key, uint32_t list,
-				 uint64_t *steps)
+gi_host_map_find(const gi_host_map *m, uint64_t key, uint64_t *steps)
 {
 	uint64_t	mask = m->cap - 1;
-	uint64_t	i = gi_host_map_home(m, key, list);
+	uint64_t	i = gi_host_map_home(m, key);
 	uint64_t	n = 1;
 	uint64_t	found = GI_HOST_MAP_NONE;
 
 	/* the load factor bound guarantees an empty slot, so this terminates */
 	while (m->ents[i].row != GI_NIL)
 	{
-		if (m->ents[i].key == key && (!m->by_list || m->ents[i].list == list))
+		if (m->ents[i].key == key)
 		{
 			found = i;
 			break;
@@ -307,15 +302,15 @@ gi_host_map_find(const gi_host_map *m, uint64_t key, uint32_t list,
 
 /* add an entry known to be absent; capacity already ensured */
 static void
-gi_host_map_put(gi_host_map *m, uint64_t key, uint32_t list, uint32_t row)
+gi_host_map_put(gi_host_map *m, uint64_t key, uint32_t row)
 {
 	uint64_t	mask = m->cap - 1;
-	uint64_t	i = gi_host_map_home(m, key, list);
+	uint64_t	i = gi_host_map_home(m, key);
 
 	while (m->ents[i].row != GI_NIL)
 		i = (i + 1) & mask;
 	m->ents[i].key = key;
-	m->ents[i].list = m->by_list ? list : 0;
+	m->ents[i].unused = 0;
 	m->ents[i].row = row;
 	m->count++;
 }
@@ -339,7 +334,7 @@ gi_host_map_remove(gi_host_map *m, uint64_t i, uint64_t *steps)
 		(*steps)++;
 		if (m->ents[j].row == GI_NIL)
 			break;
-		home = gi_host_map_home(m, m->ents[j].key, m->ents[j].list);
+		home = gi_host_map_home(m, m->ents[j].key);
 		if (((j - home) & mask) >= ((j - i) & mask))
 		{
 			m->ents[i] = m->ents[j];
@@ -365,64 +360,60 @@ gi_host_map_free(gi_host_map *m)
 }
 
 /*
- * Rebuild map m of store s with newcap entries, checked against the
- * memory limit first; on failure m is unchanged.
+ * Rebuild the key map of store s with newcap entries, checked against the
+ * memory limit first; on failure the map is unchanged.
  */
 static gi_status
-gi_host_map_resize(gi_store *s, gi_host_map *m, uint64_t newcap)
+gi_host_map_resize(gi_store *s, uint64_t newcap)
 {
-	const char *what = m->by_list ? "(key, list) map" : "key map";
+	gi_host_map *m = &s->keymap;
 	gi_host_map n;
 	uint64_t	need;
 	uint64_t	i;
 
-	need = gi_host_bytes_for(s, s->nslabs,
-							 m == &s->keymap ? newcap : s->keymap.cap,
-							 m == &s->pairmap ? newcap : s->pairmap.cap);
+	need = gi_host_bytes_for(s, s->nslabs, newcap, s->pairs.kept.cap);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 		return gi_host_limit_error(s, need);
 	if (newcap > SIZE_MAX / sizeof(gi_host_mapent))
 	{
-		gi_host_set_error("%s of %llu entries is too large", what,
+		gi_host_set_error("key map of %llu entries is too large",
 						  (unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
 
 	memset(&n, 0, sizeof(n));
 	n.cap = newcap;
-	n.by_list = m->by_list;
 	n.ents = gi_host_malloc(newcap * sizeof(gi_host_mapent));
 	if (n.ents == NULL)
 	{
-		gi_host_set_error("out of memory growing the %s to %llu entries",
-						  what, (unsigned long long) newcap);
+		gi_host_set_error("out of memory growing the key map to %llu entries",
+						  (unsigned long long) newcap);
 		return GI_ERR_NOMEM;
 	}
 	/* every field, so that no byte of the map is ever undefined */
 	for (i = 0; i < newcap; i++)
 	{
 		n.ents[i].key = 0;
-		n.ents[i].list = 0;
+		n.ents[i].unused = 0;
 		n.ents[i].row = GI_NIL;
 	}
 
 	for (i = 0; i < m->cap; i++)
 		if (m->ents[i].row != GI_NIL)
-			gi_host_map_put(&n, m->ents[i].key, m->ents[i].list,
-							m->ents[i].row);
+			gi_host_map_put(&n, m->ents[i].key, m->ents[i].row);
 
 	gi_host_map_free(m);
 	*m = n;
 	return GI_OK;
 }
 
-/* make room for one more entry in m */
+/* make room for one more key */
 static inline gi_status
-gi_host_map_reserve(gi_store *s, gi_host_map *m)
+gi_host_map_reserve(gi_store *s)
 {
-	if (gi_host_map_has_room(m))
+	if (gi_host_map_has_room(&s->keymap))
 		return GI_OK;
-	return gi_host_map_resize(s, m, m->cap * 2);
+	return gi_host_map_resize(s, s->keymap.cap * 2);
 }
 
 /* ---- slab pool ---------------------------------------------------------- */
@@ -599,7 +590,7 @@ gi_host_store_destroy(gi_store *s)
 	free(s->kid_key);
 	free(s->free_kids);
 	gi_host_map_free(&s->keymap);
-	gi_host_map_free(&s->pairmap);
+	gi_pairs_free(&s->pairs);
 	free(s);
 }
 
@@ -662,10 +653,8 @@ gi_host_store_create(const gi_store_params *params, gi_store **out)
 		s->params.chunk_slabs = GI_HOST_DEFAULT_CHUNK_SLABS;
 	s->words = params->record_bytes / 4;
 
-	s->pairmap.by_list = true;
-	need = gi_host_bytes_for(s, 0, GI_HOST_MAP_INITIAL,
-							 s->params.key_mode == GI_KEYS_PER_LIST ?
-							 GI_HOST_MAP_INITIAL : 0);
+	gi_pairs_init(&s->pairs, gi_host_malloc);
+	need = gi_host_bytes_for(s, 0, GI_HOST_MAP_INITIAL, 0);
 	if (s->params.memory_limit != 0 && need > s->params.memory_limit)
 	{
 		st = gi_host_limit_error(s, need);
@@ -684,9 +673,7 @@ gi_host_store_create(const gi_store_params *params, gi_store **out)
 	for (i = 0; i < s->params.nlists; i++)
 		s->list_head[i] = GI_NIL;
 
-	st = gi_host_map_resize(s, &s->keymap, GI_HOST_MAP_INITIAL);
-	if (st == GI_OK && s->params.key_mode == GI_KEYS_PER_LIST)
-		st = gi_host_map_resize(s, &s->pairmap, GI_HOST_MAP_INITIAL);
+	st = gi_host_map_resize(s, GI_HOST_MAP_INITIAL);
 	if (st != GI_OK)
 	{
 		gi_host_store_destroy(s);
@@ -731,6 +718,34 @@ gi_host_row_kid(const gi_store *s, uint32_t row)
 	return s->slot_kid[(a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu)];
 }
 
+/* the list of a live row (gi_pairs_list_fn) */
+static uint32_t
+gi_host_row_list(const void *store, uint32_t row)
+{
+	const gi_store *s = store;
+
+	return s->slabs[s->att[row] >> 32].list;
+}
+
+/* the most slots the kept pair set may have under the memory limit */
+static uint64_t
+gi_host_kept_cap_max(const gi_store *s)
+{
+	return gi_pairs_kept_cap_max(s->params.memory_limit,
+								 gi_host_bytes_for(s, s->nslabs, s->keymap.cap, 0));
+}
+
+/* the status of a gi_pairs call that answered rc < 0 */
+static gi_status
+gi_host_pairs_error(const gi_store *s, int rc)
+{
+	if (rc == -2)
+		return gi_host_limit_error(s, gi_host_bytes_for(s, s->nslabs, s->keymap.cap,
+														gi_pairset_cap_for(&s->pairs.kept, 2)));
+	gi_host_set_error("out of memory growing the (key, list) pair set");
+	return GI_ERR_NOMEM;
+}
+
 /*
  * Insert one record unless the key mode forbids it.  The check sees the
  * records inserted before, this batch's included, so the second of a
@@ -741,7 +756,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 				   const void *payload, bool *inserted)
 {
 	bool		per_list = s->params.key_mode == GI_KEYS_PER_LIST;
-	uint64_t	mi = gi_host_map_find(&s->keymap, key, 0, &s->steps);
+	uint64_t	mi = gi_host_map_find(&s->keymap, key, &s->steps);
 	uint32_t	head;
 	uint32_t	slab;
 	uint32_t	slot;
@@ -749,30 +764,35 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	uint32_t	kid;
 	gi_host_slab *h;
 	gi_status	st;
+	int			rc;
 
 	*inserted = false;
-	if (mi != GI_HOST_MAP_NONE)
+	if (mi != GI_HOST_MAP_NONE && s->params.key_mode == GI_KEYS_UNIQUE)
+		return GI_OK;
+	if (per_list)
 	{
-		/* an absent key owns no pair, so the pair map is probed only here */
-		if (s->params.key_mode == GI_KEYS_UNIQUE)
-			return GI_OK;
-		if (per_list &&
-			gi_host_map_find(&s->pairmap, key, list, &s->steps) != GI_HOST_MAP_NONE)
+		rc = gi_pairs_present(&s->pairs, key, list,
+							  mi == GI_HOST_MAP_NONE ? GI_NIL : s->keymap.ents[mi].row,
+							  s->row_next, gi_host_row_list, s,
+							  gi_host_kept_cap_max(s), &s->steps);
+		if (rc < 0)
+			return gi_host_pairs_error(s, rc);
+		if (rc == 1)
 			return GI_OK;
 	}
 
 	/* first everything that can fail, before any structure changes */
 	if (mi == GI_HOST_MAP_NONE)
 	{
-		st = gi_host_map_reserve(s, &s->keymap);
+		st = gi_host_map_reserve(s);
 		if (st != GI_OK)
 			return st;
 	}
 	if (per_list)
 	{
-		st = gi_host_map_reserve(s, &s->pairmap);
-		if (st != GI_OK)
-			return st;
+		rc = gi_pairs_reserve(&s->pairs, gi_host_kept_cap_max(s));
+		if (rc < 0)
+			return gi_host_pairs_error(s, rc);
 	}
 	head = s->list_head[list];
 	if (head == GI_NIL || s->slabs[head].bitmap == GI_HOST_FULL_BITMAP)
@@ -830,7 +850,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 	if (mi == GI_HOST_MAP_NONE)
 	{
 		s->row_next[row] = GI_NIL;
-		gi_host_map_put(&s->keymap, key, 0, row);
+		gi_host_map_put(&s->keymap, key, row);
 	}
 	else
 	{
@@ -838,7 +858,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 		s->keymap.ents[mi].row = row;
 	}
 	if (per_list)
-		gi_host_map_put(&s->pairmap, key, list, row);
+		gi_pairs_added(&s->pairs, key, list, mi == GI_HOST_MAP_NONE, &s->steps);
 	s->rows++;
 	s->inserts++;
 	*inserted = true;
@@ -892,6 +912,7 @@ gi_host_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 		if (inserted)
 			done++;
 	}
+	gi_pairs_reset_call(&s->pairs);
 	if (ninserted)
 		*ninserted = done;
 	return st;
@@ -908,16 +929,6 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 	uint32_t	slot = (uint32_t) (a & 0xFFFFFFFFu);
 	gi_host_slab *h = &s->slabs[slab];
 
-	if (s->params.key_mode == GI_KEYS_PER_LIST)
-	{
-		uint64_t	pi;
-
-		pi = gi_host_map_find(&s->pairmap,
-							  s->slot_key[(uint64_t) slab * GI_SLAB_RECORDS + slot],
-							  h->list, &s->steps);
-		if (pi != GI_HOST_MAP_NONE)
-			gi_host_map_remove(&s->pairmap, pi, &s->steps);
-	}
 	h->bitmap &= ~((uint32_t) 1 << slot);
 	h->count--;
 	s->slot_row[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
@@ -935,14 +946,13 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 #define GI_HOST_DELETE_GROUP 64
 
 /*
- * Remove rows[0..n) of one key.  Each row's slot and pair map entry lie at
- * random in memory: ask for all of the group's lines first (the slab
- * header and slot arrays, then the pair entry, whose hash needs the slab's
- * list), so that their cache misses overlap instead of following each
+ * Remove rows[0..n) of one key.  Each row's slot lies at random in memory:
+ * ask for all of the group's lines first (the slab header and the slot
+ * arrays), so that their cache misses overlap instead of following each
  * other.  The hints never change what is removed.
  */
 static void
-gi_host_remove_group(gi_store *s, uint64_t key, const uint32_t *rows, uint32_t n)
+gi_host_remove_group(gi_store *s, const uint32_t *rows, uint32_t n)
 {
 	uint32_t	j;
 
@@ -956,14 +966,6 @@ gi_host_remove_group(gi_store *s, uint64_t key, const uint32_t *rows, uint32_t n
 		__builtin_prefetch(&s->slot_key[at], 0);
 		__builtin_prefetch(&s->slot_kid[at], 1);
 	}
-	if (s->params.key_mode == GI_KEYS_PER_LIST)
-		for (j = 0; j < n; j++)
-		{
-			uint64_t	a = s->att[rows[j]];
-			uint32_t	list = s->slabs[a >> 32].list;
-
-			__builtin_prefetch(&s->pairmap.ents[gi_host_map_home(&s->pairmap, key, list)], 1);
-		}
 	for (j = 0; j < n; j++)
 	{
 		gi_host_remove_row(s, rows[j]);
@@ -1000,11 +1002,14 @@ gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 		uint32_t	ng = 0;
 
 		if (i + 4 < n)
-			__builtin_prefetch(&s->keymap.ents[gi_host_map_home(&s->keymap, keys[i + 4], 0)]);
-		mi = gi_host_map_find(&s->keymap, keys[i], 0, &s->steps);
+			__builtin_prefetch(&s->keymap.ents[gi_host_map_home(&s->keymap, keys[i + 4])]);
+		mi = gi_host_map_find(&s->keymap, keys[i], &s->steps);
 		if (mi == GI_HOST_MAP_NONE)
 			continue;			/* unknown or already deleted */
 		row = s->keymap.ents[mi].row;
+		if (s->params.key_mode == GI_KEYS_PER_LIST)
+			gi_pairs_forget(&s->pairs, keys[i], row, s->row_next,
+							gi_host_row_list, s, &s->steps);
 		s->free_kids[s->nfree_kids++] = gi_host_row_kid(s, row);
 		while (row != GI_NIL)
 		{
@@ -1012,7 +1017,7 @@ gi_host_store_delete(gi_store *s, uint32_t n, const uint64_t *keys,
 			row = s->row_next[row];
 			if (ng == GI_HOST_DELETE_GROUP || row == GI_NIL)
 			{
-				gi_host_remove_group(s, keys[i], group, ng);
+				gi_host_remove_group(s, group, ng);
 				done += ng;
 				ng = 0;
 			}
@@ -1238,7 +1243,7 @@ gi_host_store_lookup(const gi_store *s, uint64_t key, uint32_t *lists,
 
 	if (s == NULL)
 		return 0;
-	mi = gi_host_map_find(&s->keymap, key, 0, NULL);
+	mi = gi_host_map_find(&s->keymap, key, NULL);
 	if (mi == GI_HOST_MAP_NONE)
 		return 0;
 	for (row = s->keymap.ents[mi].row; row != GI_NIL; row = s->row_next[row])
@@ -1305,6 +1310,8 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 	uint64_t	live_rows = 0;
 	uint64_t	chained_rows = 0;
 	uint64_t	map_used = 0;
+	gi_pairs_check pc;
+	bool		pairs_checked = false;
 	bool		ok = true;
 	uint64_t	i;
 	uint32_t	l;
@@ -1442,7 +1449,6 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 	}
 
 	/* key map: findable entries, chains of live rows with matching keys */
-	GI_CHECK(!s->keymap.by_list, "key map keyed by list");
 	for (i = 0; i < s->keymap.cap; i++)
 	{
 		uint64_t	key;
@@ -1452,7 +1458,7 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 			continue;
 		map_used++;
 		key = s->keymap.ents[i].key;
-		GI_CHECK(gi_host_map_find(&s->keymap, key, 0, NULL) == i,
+		GI_CHECK(gi_host_map_find(&s->keymap, key, NULL) == i,
 				 "key %llu at map slot %llu is not found there (probe run broken or duplicate)",
 				 (unsigned long long) key, (unsigned long long) i);
 		for (row = s->keymap.ents[i].row; row != GI_NIL; row = s->row_next[row])
@@ -1540,55 +1546,28 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 			 "unique keys, but %llu rows of %llu keys",
 			 (unsigned long long) s->rows, (unsigned long long) s->keymap.count);
 
-	/*
-	 * Pair map: kept exactly with GI_KEYS_PER_LIST.  Each entry names a
-	 * live row holding its key and list, no row twice, and there are as
-	 * many entries as rows: so every row is there once and no two live
-	 * rows share a (key, list) pair.
-	 */
+	/* GI_KEYS_PER_LIST's pairs (gi_pairset.h); every other mode keeps none */
 	if (s->params.key_mode != GI_KEYS_PER_LIST)
-		GI_CHECK(s->pairmap.cap == 0 && s->pairmap.count == 0 &&
-				 s->pairmap.ents == NULL, "pair map kept without GI_KEYS_PER_LIST");
+		GI_CHECK(s->pairs.call.count == 0 && s->pairs.kept.count == 0 &&
+				 s->pairs.kept.cap == 0, "pairs kept without GI_KEYS_PER_LIST");
 	else
 	{
-		uint64_t	pairs_used = 0;
+		char		msg[256];
 
-		GI_CHECK(s->pairmap.by_list && s->pairmap.ents != NULL,
-				 "pair map not keyed by list");
-		for (i = 0; i < s->pairmap.cap; i++)
-		{
-			uint64_t	key = s->pairmap.ents[i].key;
-			uint32_t	list = s->pairmap.ents[i].list;
-			uint32_t	row = s->pairmap.ents[i].row;
-			uint64_t	a;
-
-			if (row == GI_NIL)
-				continue;
-			pairs_used++;
-			GI_CHECK(gi_host_map_find(&s->pairmap, key, list, NULL) == i,
-					 "pair (%llu, %u) at slot %llu is not found there (probe run broken or duplicate)",
-					 (unsigned long long) key, list, (unsigned long long) i);
-			GI_CHECK(row < s->row_hwm && row_seen[row] == 3,
-					 "pair (%llu, %u) maps to row %u that is not live or is mapped twice",
-					 (unsigned long long) key, list, row);
-			row_seen[row] = 4;
-			a = s->att[row];
-			GI_CHECK(s->slot_key[(a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu)] == key &&
-					 s->slabs[a >> 32].list == list,
-					 "pair (%llu, %u) maps to row %u of another key or list",
-					 (unsigned long long) key, list, row);
-		}
-		GI_CHECK(pairs_used == s->pairmap.count,
-				 "pair map holds %llu entries, count says %llu",
-				 (unsigned long long) pairs_used,
-				 (unsigned long long) s->pairmap.count);
-		GI_CHECK(pairs_used == s->rows, "pair map holds %llu entries for %llu rows",
-				 (unsigned long long) pairs_used, (unsigned long long) s->rows);
-		GI_CHECK(s->pairmap.count * 3 <= s->pairmap.cap * 2 &&
-				 s->pairmap.count < s->pairmap.cap, "pair map over its load factor");
+		pairs_checked = true;
+		GI_CHECK(gi_pairs_check_begin(&pc, &s->pairs, s->rows, msg, sizeof(msg)), "%s", msg);
+		for (i = 0; i < s->keymap.cap; i++)
+			if (s->keymap.ents[i].row != GI_NIL)
+				GI_CHECK(gi_pairs_check_key(&pc, &s->pairs, s->keymap.ents[i].key,
+											s->keymap.ents[i].row, s->row_next,
+											gi_host_row_list, s, msg, sizeof(msg)),
+						 "%s", msg);
+		GI_CHECK(gi_pairs_check_end(&pc, &s->pairs, msg, sizeof(msg)), "%s", msg);
 	}
 
 out:
+	if (pairs_checked)
+		gi_pairs_check_free(&pc);
 	free(slab_seen);
 	free(row_seen);
 	return ok;

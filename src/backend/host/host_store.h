@@ -109,8 +109,8 @@ extern uint64_t gi_host_store_steps(const gi_store *store);
 
 /*
  * Verify every internal invariant (bitmaps vs counts, ATT vs slots, free
- * stacks, list links, key map vs key chains, the (key, list) map vs the
- * live rows, totals).  Returns true when
+ * stacks, list links, key map vs key chains, the (key, list) pair sets vs
+ * the live rows, totals).  Returns true when
  * all hold; otherwise false with a description in err.
  */
 extern bool gi_host_store_check(const gi_store *store, char *err,
