@@ -804,6 +804,22 @@ gi_sp_run(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp_batch
 		}
 		st = gi_cu_sp_compact(s, sp, acc, b->n, lo, rlen, pl->span, k, cd, ck, ccnt);
 		if (st == GI_OK && pl->nr == 1)
+		{
+			bool		done;
+
+			st = gi_cu_sp_order_few(s, sp, b->n, pl->kf, cd, ck, pl->span, ccnt,
+									(gi_hit *) sp->s_hits.p, found, &done);
+			if (st == GI_OK && done)
+			{
+				if (gi_sp_profiling)
+				{
+					GI_CU_TRY(cudaStreamSynchronize(s->ss));
+					*t_select += gi_sp_now_ms() - t0;
+				}
+				return GI_OK;
+			}
+		}
+		if (st == GI_OK && pl->nr == 1)
 			st = gi_cu_sp_select(s, sp, b->n, k, cd, ck, pl->span, ccnt, rlen,
 								 (uint32_t *) sp->s_fd.p, (uint64_t *) sp->s_fk.p, pl->kf, fcnt);
 		else if (st == GI_OK)

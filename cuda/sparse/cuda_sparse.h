@@ -182,6 +182,18 @@ extern gi_status gi_cu_sp_order(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, ui
 								uint32_t *dd, uint64_t *dk, const uint32_t *dcnt,
 								gi_hit *hits, uint32_t *found);
 
+/*
+ * Select and order in one: when kf is small and no query has more than
+ * GI_SP_BLOCK_SORT candidates (cd/ck[q * cstride, + ccnt[q]); the counts
+ * are read back, through sp->p_res), each query's first min(kf, ccnt[q])
+ * by (distance, key) become its hits and found[q], and *done is set;
+ * otherwise nothing is written.
+ */
+extern gi_status gi_cu_sp_order_few(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf,
+									const uint32_t *cd, const uint64_t *ck, size_t cstride,
+									const uint32_t *ccnt, gi_hit *hits, uint32_t *found,
+									bool *done);
+
 /* ---- cuda_sparse_count.cu ---- */
 
 /* the counting path's largest count (a query's summed weights) */

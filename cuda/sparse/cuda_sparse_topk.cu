@@ -24,7 +24,11 @@
  * min(k, n), whatever the ties.  Ordering: a block bitonic sort in shared
  * memory up to GI_SP_BLOCK_SORT per query, else two stable segmented CUB
  * sorts (by key, then by distance).  Any k works; memory is the
- * candidates' and k's.
+ * candidates' and k's.  When no query of a sub-batch has more than
+ * GI_SP_BLOCK_SORT candidates (their counts read back by the host), the
+ * block sort takes the candidates themselves and keeps the first
+ * min(k, n) (for k up to GI_SP_FEW_K): one kernel instead of the select's
+ * two dozen small ones.
  */
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -32,6 +36,13 @@
 
 /* the largest selection ordered in shared memory (12 bytes each: 48 KB) */
 #define GI_SP_BLOCK_SORT 4096
+
+/*
+ * The largest k whose candidates the block sort takes directly: for larger
+ * k the select's passes plus a sort of k beat a sort of up to
+ * GI_SP_BLOCK_SORT candidates (measured in cuda/README.md).
+ */
+#define GI_SP_FEW_K 256
 
 /* the digits: (bit shift, width) of the distance's, then the key's */
 #define GI_SP_PASSES 9
@@ -383,14 +394,19 @@ gi_sp_hit(uint32_t d, uint64_t key)
 	return h;
 }
 
-/* one block per query: bitonic sort of up to GI_SP_BLOCK_SORT in shared memory */
+/*
+ * One block per query: bitonic sort of its dcnt[q] (at most
+ * GI_SP_BLOCK_SORT) entries at dd/dk[q * dstride ...] in shared memory;
+ * the first min(kf, dcnt[q]) become its hits.
+ */
 __global__ void __launch_bounds__(512)
-gi_k_sp_order(const uint32_t *dd, const uint64_t *dk, const uint32_t *dcnt, uint32_t kf,
-			  gi_hit *hits, uint32_t *found)
+gi_k_sp_order(const uint32_t *dd, const uint64_t *dk, size_t dstride, const uint32_t *dcnt,
+			  uint32_t kf, gi_hit *hits, uint32_t *found)
 {
 	extern __shared__ uint64_t sm[];
 	const uint32_t q = blockIdx.x;
 	const uint32_t n = dcnt[q];
+	const uint32_t nout = n < kf ? n : kf;
 	uint64_t   *sk = sm;
 	uint32_t   *sd;
 	uint32_t	cap = 1;
@@ -405,8 +421,8 @@ gi_k_sp_order(const uint32_t *dd, const uint64_t *dk, const uint32_t *dcnt, uint
 	{
 		if (i < n)
 		{
-			sd[i] = dd[(size_t) q * kf + i];
-			sk[i] = dk[(size_t) q * kf + i];
+			sd[i] = dd[(size_t) q * dstride + i];
+			sk[i] = dk[(size_t) q * dstride + i];
 		}
 		else
 		{
@@ -440,10 +456,10 @@ gi_k_sp_order(const uint32_t *dd, const uint64_t *dk, const uint32_t *dcnt, uint
 			__syncthreads();
 		}
 	}
-	for (i = threadIdx.x; i < n; i += blockDim.x)
+	for (i = threadIdx.x; i < nout; i += blockDim.x)
 		hits[(size_t) q * kf + i] = gi_sp_hit(sd[i], sk[i]);
 	if (threadIdx.x == 0)
-		found[q] = n;
+		found[q] = nout;
 }
 
 /* segments of the CUB sorts: [q * kf, q * kf + dcnt[q]) */
@@ -539,6 +555,45 @@ gi_cu_sp_select(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t k,
 	return GI_OK;
 }
 
+/* gi_k_sp_order with shared memory for up to most entries a query */
+static gi_status
+gi_sp_block_sort(gi_store *s, uint32_t nsub, uint32_t most, const uint32_t *dd,
+				 const uint64_t *dk, size_t dstride, const uint32_t *dcnt, uint32_t kf,
+				 gi_hit *hits, uint32_t *found)
+{
+	uint32_t	cap = 1;
+
+	while (cap < most)
+		cap <<= 1;
+	gi_k_sp_order<<<nsub, 512, (size_t) cap * (sizeof(uint64_t) + sizeof(uint32_t)),
+		s->ss>>>(dd, dk, dstride, dcnt, kf, hits, found);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
+gi_status
+gi_cu_sp_order_few(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf,
+				   const uint32_t *cd, const uint64_t *ck, size_t cstride,
+				   const uint32_t *ccnt, gi_hit *hits, uint32_t *found, bool *done)
+{
+	uint32_t   *h = (uint32_t *) sp->p_res.p;
+	uint32_t	most = 0;
+
+	*done = false;
+	if (kf > GI_SP_FEW_K || sp->p_res.cap < (size_t) nsub * sizeof(uint32_t))
+		return GI_OK;
+	GI_CU_TRY(cudaMemcpyAsync(h, ccnt, (size_t) nsub * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+							  s->ss));
+	GI_CU_TRY(cudaStreamSynchronize(s->ss));
+	for (uint32_t q = 0; q < nsub; q++)
+		if (h[q] > most)
+			most = h[q];
+	if (most > GI_SP_BLOCK_SORT)
+		return GI_OK;
+	*done = true;
+	return gi_sp_block_sort(s, nsub, most, cd, ck, cstride, ccnt, kf, hits, found);
+}
+
 gi_status
 gi_cu_sp_order(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf, uint32_t *dd,
 			   uint64_t *dk, const uint32_t *dcnt, gi_hit *hits, uint32_t *found)
@@ -553,16 +608,7 @@ gi_cu_sp_order(gi_store *s, gi_cu_sparse *sp, uint32_t nsub, uint32_t kf, uint32
 	gi_status	st;
 
 	if (kf <= GI_SP_BLOCK_SORT)
-	{
-		uint32_t	cap = 1;
-
-		while (cap < kf)
-			cap <<= 1;
-		gi_k_sp_order<<<nsub, 512, (size_t) cap * (sizeof(uint64_t) + sizeof(uint32_t)),
-			s->ss>>>(dd, dk, dcnt, kf, hits, found);
-		GI_CU_TRY(cudaGetLastError());
-		return GI_OK;
-	}
+		return gi_sp_block_sort(s, nsub, kf, dd, dk, kf, dcnt, kf, hits, found);
 	/* stable by key, then stable by distance: (distance, key) order */
 	st = gi_cu_buf_reserve(&sp->s_gd, total * sizeof(uint32_t));
 	if (st == GI_OK)
