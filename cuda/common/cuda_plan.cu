@@ -54,8 +54,8 @@
  * the kept pair set as it is now).
  * The single formula behind both the statistics and the memory limit, so
  * they can never disagree.  Search scratch, the upload arenas and an
- * insert call's own pair set are transient and not counted.  gi_cu_device_bytes() (cuda_store.cu) counts
- * the device part alone.
+ * insert call's own pair set are transient and not counted.
+ * gi_cu_device_bytes() (cuda_store.cu) counts the device part alone.
  */
 uint64_t
 gi_cu_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t map_cap)

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -382,8 +383,6 @@ gi_pairs_forget(gi_pairs *p, uint64_t key, uint32_t first,
 }
 
 /* ---- the stores' invariant checks ----------------------------------------- */
-
-#include <stdio.h>
 
 /*
  * A check of the pairs against a store: gi_pairs_check_key for each live

@@ -199,13 +199,6 @@ gi_host_malloc(size_t size)
 
 /* ---- sizes -------------------------------------------------------------- */
 
-/* bytes per entry of a map */
-static inline uint64_t
-gi_host_map_entry_bytes(void)
-{
-	return sizeof(gi_host_mapent);
-}
-
 /*
  * Bytes the store holds with a pool of nslabs slabs, a key map of keys_cap
  * entries and a kept pair set of pairs_cap slots: the single source of
@@ -229,7 +222,7 @@ gi_host_bytes_for(const gi_store *s, uint64_t nslabs, uint64_t keys_cap,
 	return sizeof(gi_store)
 		+ (uint64_t) s->params.nlists * sizeof(uint32_t)
 		+ nslabs * per_slab
-		+ keys_cap * gi_host_map_entry_bytes()
+		+ keys_cap * sizeof(gi_host_mapent)
 		+ pairs_cap * sizeof(gi_pairset_ent);
 }
 
