@@ -25,7 +25,6 @@ struct gi_cu_ivfpq
 	float	   *d_radii;		/* density table of the selective modes, on first use */
 };
 
-
 /* ---- cuda_ivfpq.cu: the kind's entries (kinds[GI_KIND_IVFPQ]) ---- */
 extern const gi_kind_ops gi_cu_ivfpq_kind;
 

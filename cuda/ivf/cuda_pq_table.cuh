@@ -1,9 +1,9 @@
 /*
  * cuda_pq_table.cuh
- *		What the IVF-PQ fine scans share (cuda_ivfpq_scan.cu for the
- *		look-up-table search, cuda_ivfpq_select.cu for the selective
- *		modes): their kernel arguments and one entry of a (query, list)'s
- *		table, computed as host_ivfpq.c does.
+ *		What the IVF-PQ fine scan (cuda_ivfpq_scan.cu, the look-up-table
+ *		search and the selective modes) and its helpers share: the kernel
+ *		arguments and one entry of a (query, list)'s table, computed as
+ *		host_ivfpq.c does.
  */
 #ifndef GI_CUDA_PQ_TABLE_CUH
 #define GI_CUDA_PQ_TABLE_CUH

@@ -88,12 +88,19 @@ typedef struct gi_ivfpq_search_params
 	uint32_t	pad;
 } gi_ivfpq_search_params;
 
-/* a known mode, a power-of-two selection up to GI_PQ_MAX_KSUB, a finite positive scale */
+/* a selection of entries: a power of two up to GI_PQ_MAX_KSUB */
+static inline bool
+gi_ivfpq_select_valid(uint32_t select)
+{
+	return select >= 1 && select <= GI_PQ_MAX_KSUB && (select & (select - 1)) == 0;
+}
+
+/* a known mode, a valid selection, a finite positive scale */
 static inline bool
 gi_ivfpq_mode_valid(const gi_ivfpq_search_params *p)
 {
-	return p->mode <= GI_PQ_SEARCH_HITS && p->select >= 1 && p->select <= GI_PQ_MAX_KSUB &&
-		(p->select & (p->select - 1)) == 0 && p->scale > 0.0f && p->scale < 1e30f;
+	return p->mode <= GI_PQ_SEARCH_HITS && gi_ivfpq_select_valid(p->select) &&
+		p->scale > 0.0f && p->scale < 1e30f;
 }
 
 /*

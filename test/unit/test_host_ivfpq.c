@@ -461,7 +461,14 @@ test_pq_bad_state(void **state)
 	p.select = 16;
 	p.scale = 0.0f;
 	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.scale = NAN;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.scale = INFINITY;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.select = 0;
 	p.scale = 1.0f;
+	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
+	p.select = 16;
 	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_OK);
 	ops->store_destroy(s);
 	free(st);

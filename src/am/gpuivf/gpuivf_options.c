@@ -31,7 +31,7 @@ static const struct config_enum_entry pq_search_options[] = {
 static bool
 check_pq_select(int *newval, void **extra, GucSource source)
 {
-	if ((*newval & (*newval - 1)) != 0)
+	if (*newval < 1 || !gi_ivfpq_select_valid((uint32) *newval))
 	{
 		GUC_check_errdetail("gpuivf.pq_select must be a power of two (1, 2, 4, ..., 256).");
 		return false;

@@ -371,23 +371,25 @@ static const float *
 gi_host_pq_radii(gi_host_pq_kind *kind)
 {
 	const gi_ivfpq_state *st = kind->st;
+	float	   *radii;
 	double	   *work;
 
 	if (kind->radii != NULL)
 		return kind->radii;
-	kind->radii = malloc((size_t) GI_PQ_LEVELS * st->m * st->ksub * sizeof(float));
+	radii = malloc((size_t) GI_PQ_LEVELS * st->m * st->ksub * sizeof(float));
 	work = malloc((size_t) st->ksub * sizeof(double));
-	if (kind->radii == NULL || work == NULL)
+	if (radii == NULL || work == NULL)
 	{
-		free(kind->radii);
+		free(radii);
 		free(work);
-		kind->radii = NULL;
 		return NULL;
 	}
 	gi_pq_radii(gi_ivfpq_state_codebooks(st), st->m, st->ksub, st->ivf.dim / st->m,
-				kind->radii, work);
+				radii, work);
 	free(work);
-	return kind->radii;
+	/* published only once filled */
+	kind->radii = radii;
+	return radii;
 }
 
 static gi_status
