@@ -1098,6 +1098,55 @@ sweep_options(const char *mode, int argc, char **argv, SweepOpts &o, Own own)
 								 ": --base, --queries, --gt and --lists are required");
 }
 
+/* a build's times and the device's free memory around it */
+struct Built
+{
+	double		train_s;
+	double		add_s;
+	double		build_s;
+	size_t		free0;
+	size_t		free1;
+};
+
+/* train on m rows (the drawn sample when m < n), add every row, timed */
+static Built
+train_add(faiss::Index &idx, const SweepData &s, size_t m, const std::vector<float> &sample)
+{
+	Built		b;
+
+	b.free0 = dev_free();
+	double		t0 = now_ms();
+
+	idx.train((idx_t) m, m < s.n ? sample.data() : s.xb.f.data());
+	CK(cudaDeviceSynchronize());
+	double		t1 = now_ms();
+
+	idx.add((idx_t) s.n, s.xb.f.data());
+	CK(cudaDeviceSynchronize());
+	double		t2 = now_ms();
+
+	b.train_s = (t1 - t0) * 1e-3;
+	b.add_s = (t2 - t1) * 1e-3;
+	b.build_s = (t2 - t0) * 1e-3;
+	b.free1 = dev_free();
+	return b;
+}
+
+/* the CSV file with its header line, or NULL when no path was given */
+static FILE *
+open_csv(const std::string &path, const char *header)
+{
+	if (path.empty())
+		return NULL;
+
+	FILE	   *out = fopen(path.c_str(), "w");
+
+	if (!out)
+		throw std::runtime_error(path + ": " + strerror(errno));
+	fprintf(out, "%s\n", header);
+	return out;
+}
+
 static int
 sweep_mode(int argc, char **argv)
 {
@@ -1106,17 +1155,13 @@ sweep_mode(int argc, char **argv)
 	o.batches = int_list("1,1000");
 	sweep_options("sweep", argc, argv, o, [](const std::string &, const char *) { return false; });
 
-	std::string &base = o.base, &queries = o.queries, &gt = o.gt, &csvpath = o.csvpath,
-			   &metric = o.metric;
-	int			lists = o.lists, per_list = o.per_list, repeats = o.repeats, seed = o.seed;
-	std::vector<int> &probes = o.probes, &batches = o.batches;
-
+	const int	lists = o.lists;
 	SweepData	s;
-	double		read_s = sweep_data("sweep", base, queries, gt, metric, s);
+	double		read_s = sweep_data("sweep", o.base, o.queries, o.gt, o.metric, s);
 	size_t		n = s.n, d = s.d;
 
 	printf("sweep: %s (%zu x %zu), %zu queries, metric %s, %d lists; read in %.1f s\n",
-		   base.c_str(), n, d, s.nq, s.metric.c_str(), lists, read_s);
+		   o.base.c_str(), n, d, s.nq, s.metric.c_str(), lists, read_s);
 
 	StandardGpuResources res;
 
@@ -1129,50 +1174,32 @@ sweep_mode(int argc, char **argv)
 	cfg.indicesOptions = faiss::gpu::INDICES_64_BIT;
 	GpuIndexIVFFlat idx(&res, (int) d, lists, s.mt, cfg);
 
-	idx.cp.seed = seed;
+	idx.cp.seed = o.seed;
 
 	/* training sample as the Faiss CPU reference (bench/gibench/faissref.py): per_list rows a list */
-	size_t		m = per_list > 0 ? std::min(n, (size_t) per_list * lists) : n;
+	size_t		m = o.per_list > 0 ? std::min(n, (size_t) o.per_list * lists) : n;
 	std::vector<float> sample;
 
 	if (m < n)
-		draw_sample(s, m, seed, sample);
-	size_t		free0 = dev_free();
-	double		t0 = now_ms();
-
-	idx.train((idx_t) m, m < n ? sample.data() : s.xb.f.data());
-	CK(cudaDeviceSynchronize());
-	double		t1 = now_ms();
-
-	idx.add((idx_t) n, s.xb.f.data());
-	CK(cudaDeviceSynchronize());
-	double		t2 = now_ms();
-	double		build_s = (t2 - t0) * 1e-3;
-	size_t		free1 = dev_free();
+		draw_sample(s, m, o.seed, sample);
+	Built		b = train_add(idx, s, m, sample);
 	double		lb, all;
 
 	faiss_bytes(res, &lb, &all);
 	printf("build: %.3f s (train %.3f s on %zu rows, %d iterations; add %.3f s); IVF lists %.0f bytes (%.4f over raw), cudaMemGetInfo %+.4f\n",
-		   build_s, (t1 - t0) * 1e-3, m, idx.cp.niter, (t2 - t1) * 1e-3, lb,
-		   lb / ((double) n * d * 4) - 1.0, ((double) free0 - (double) free1) / ((double) n * d * 4) - 1.0);
+		   b.build_s, b.train_s, m, idx.cp.niter, b.add_s, lb,
+		   lb / ((double) n * d * 4) - 1.0, ((double) b.free0 - (double) b.free1) / ((double) n * d * 4) - 1.0);
 
-	FILE	   *out = NULL;
+	FILE	   *out = open_csv(o.csvpath, "system,dataset_n,dim,lists,probes,batch,recall10,qps,p50_ms,build_s");
 
-	if (!csvpath.empty())
-	{
-		out = fopen(csvpath.c_str(), "w");
-		if (!out)
-			throw std::runtime_error(csvpath + ": " + strerror(errno));
-		fprintf(out, "system,dataset_n,dim,lists,probes,batch,recall10,qps,p50_ms,build_s\n");
-	}
-	for (int P : probes)
+	for (int P : o.probes)
 	{
 		if (P > lists)
 			continue;
 		idx.setNumProbes(P);
-		for (int B0 : batches)
+		for (int B0 : o.batches)
 		{
-			SweepPoint	pt = sweep_point(idx, s, B0, repeats, false);
+			SweepPoint	pt = sweep_point(idx, s, B0, o.repeats, false);
 
 			printf("| sweep | n %zu, d %zu, lists %d | probes %3d, batch %5zu | recall@10 %.4f | %10.1f q/s | p50 %.3f ms |\n",
 				   n, d, lists, P, pt.batch, pt.recall, pt.qps, pt.p50);
@@ -1180,7 +1207,7 @@ sweep_mode(int argc, char **argv)
 			if (out)
 			{
 				fprintf(out, "%s,%zu,%zu,%d,%d,%zu,%.4f,%.1f,%.4f,%.3f\n", SYSTEM, n, d, lists, P, pt.batch,
-						pt.recall, pt.qps, pt.p50, build_s);
+						pt.recall, pt.qps, pt.p50, b.build_s);
 				fflush(out);
 			}
 		}
@@ -1224,17 +1251,13 @@ pqsweep_mode(int argc, char **argv)
 	if (lut != "auto" && lut != "0" && lut != "1")
 		throw std::runtime_error("pqsweep: --float16-lut auto, 0 or 1");
 
-	std::string &base = o.base, &queries = o.queries, &gt = o.gt, &csvpath = o.csvpath,
-			   &metric = o.metric;
-	int			lists = o.lists, per_list = o.per_list, repeats = o.repeats, seed = o.seed;
-	std::vector<int> &probes = o.probes, &batches = o.batches;
-
+	const int	lists = o.lists, per_list = o.per_list, seed = o.seed;
 	SweepData	s;
-	double		read_s = sweep_data("pqsweep", base, queries, gt, metric, s);
+	double		read_s = sweep_data("pqsweep", o.base, o.queries, o.gt, o.metric, s);
 	size_t		n = s.n, d = s.d;
 
 	printf("pqsweep: %s (%zu x %zu), %zu queries, metric %s, %d lists, M %d, nbits %d; read in %.1f s\n",
-		   base.c_str(), n, d, s.nq, s.metric.c_str(), lists, M, nbits, read_s);
+		   o.base.c_str(), n, d, s.nq, s.metric.c_str(), lists, M, nbits, read_s);
 
 	StandardGpuResources res;
 	cudaDeviceProp prop;
@@ -1310,21 +1333,10 @@ pqsweep_mode(int argc, char **argv)
 	printf("device: %s\nsetup: %s\n", dev.c_str(), setup.c_str());
 	fflush(stdout);
 
-	size_t		free0 = dev_free();
-	double		t0 = now_ms();
-
-	idx.train((idx_t) m, m < n ? sample.data() : s.xb.f.data());
-	CK(cudaDeviceSynchronize());
-	double		t1 = now_ms();
-
-	idx.add((idx_t) n, s.xb.f.data());
-	CK(cudaDeviceSynchronize());
-	double		t2 = now_ms();
-	double		build_s = (t2 - t0) * 1e-3;
-	size_t		free1 = dev_free();
+	Built		b = train_add(idx, s, m, sample);
 	double		lb0, all0, lb, all;
 
-	faiss_bytes(res, &lb0, &all0);
+	faiss_bytes(res, &lb0, &all0);	/* the lists before reclaimMemory() */
 	size_t		reclaimed = idx.reclaimMemory();
 
 	faiss_bytes(res, &lb, &all);
@@ -1343,24 +1355,20 @@ pqsweep_mode(int argc, char **argv)
 		mx = std::max(mx, len);
 	}
 	printf("build: %.3f s (train %.3f s, add %.3f s); list lengths min %d, mean %.1f, max %d (%zu rows listed)\n",
-		   build_s, (t1 - t0) * 1e-3, (t2 - t1) * 1e-3, mn, (double) n / lists, mx, listed);
+		   b.build_s, b.train_s, b.add_s, mn, (double) n / lists, mx, listed);
 	printf("memory: IVF lists %.0f bytes after build (%.2f B a row, power-of-two growth), %.0f after reclaimMemory() "
 		   "(%.2f B a row; codes + 64-bit ids alone: %zu B a row; %zu bytes reclaimed); other Faiss allocations "
 		   "(coarse centroids, PQ centroids, precomputed tables) %.0f bytes; cudaMemGetInfo drop at build %.0f bytes\n",
 		   lb0, lb0 / n, lb, bpv, ((size_t) M * nbits + 7) / 8 + 8, reclaimed, all - lb,
-		   (double) free0 - (double) free1);
+		   (double) b.free0 - (double) b.free1);
 	fflush(stdout);
 
-	FILE	   *out = NULL;
+	FILE	   *out = open_csv(o.csvpath,
+								   "system,dataset_n,dim,lists,m,nbits,probes,batch,recall10,qps,p50_ms,build_s,bytes_per_vector");
 
-	if (!csvpath.empty())
+	if (out)
 	{
-		out = fopen(csvpath.c_str(), "w");
-		if (!out)
-			throw std::runtime_error(csvpath + ": " + strerror(errno));
-		fprintf(out, "system,dataset_n,dim,lists,m,nbits,probes,batch,recall10,qps,p50_ms,build_s,bytes_per_vector\n");
-
-		std::string sp = csvpath + ".setup.txt";
+		std::string sp = o.csvpath + ".setup.txt";
 		FILE	   *f = fopen(sp.c_str(), "w");
 
 		if (!f)
@@ -1369,8 +1377,8 @@ pqsweep_mode(int argc, char **argv)
 				"build: %.3f s (train %.3f s, add %.3f s)\n"
 				"bytes_per_vector: IVFLists allocations after reclaimMemory() %.0f B / %zu rows = %.4f "
 				"(after build, before reclaimMemory(): %.4f)\n",
-				base.c_str(), n, d, s.nq, lists, dev.c_str(), setup.c_str(), build_s, (t1 - t0) * 1e-3,
-				(t2 - t1) * 1e-3, lb, n, bpv, lb0 / n);
+				o.base.c_str(), n, d, s.nq, lists, dev.c_str(), setup.c_str(), b.build_s, b.train_s,
+				b.add_s, lb, n, bpv, lb0 / n);
 		fclose(f);
 	}
 	for (int pc : precomp)
@@ -1391,14 +1399,14 @@ pqsweep_mode(int argc, char **argv)
 
 		printf("%s: usePrecomputedTables %d, useFloat16LookupTables %d; Faiss allocations besides the lists %.0f bytes\n",
 			   system.c_str(), pc ? 1 : 0, f16 ? 1 : 0, ap - lp);
-		for (int P : probes)
+		for (int P : o.probes)
 		{
 			if (P > lists)
 				continue;
 			idx.setNumProbes(P);
-			for (int B0 : batches)
+			for (int B0 : o.batches)
 			{
-				SweepPoint	pt = sweep_point(idx, s, B0, repeats, true);
+				SweepPoint	pt = sweep_point(idx, s, B0, o.repeats, true);
 
 				printf("| pqsweep | n %zu, d %zu, lists %d, M %d, nbits %d, precomputed %d | probes %3d, batch %5zu | recall@10 %.4f | %10.1f q/s | p50 %.3f ms |\n",
 					   n, d, lists, M, nbits, pc ? 1 : 0, P, pt.batch, pt.recall, pt.qps, pt.p50);
@@ -1406,7 +1414,7 @@ pqsweep_mode(int argc, char **argv)
 				if (out)
 				{
 					fprintf(out, "%s,%zu,%zu,%d,%d,%d,%d,%zu,%.4f,%.1f,%.4f,%.3f,%.4f\n", system.c_str(), n, d,
-							lists, M, nbits, P, pt.batch, pt.recall, pt.qps, pt.p50, build_s, bpv);
+							lists, M, nbits, P, pt.batch, pt.recall, pt.qps, pt.p50, b.build_s, bpv);
 					fflush(out);
 				}
 			}

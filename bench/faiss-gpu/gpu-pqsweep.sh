@@ -11,11 +11,12 @@
 # host, nvidia-smi, ldd), faiss_gpu_pqsweep.log (setup line, build, table),
 # faiss_gpu_pqsweep.csv and faiss_gpu_pqsweep.csv.setup.txt.  The whole run is bounded
 # by FAISS_GPU_TIMEOUT (570 s).
-set -u
+set -eu
 data=${1:?usage: bash bench/faiss-gpu/gpu-pqsweep.sh DATADIR OUTDIR [pqsweep options...]}
 out=${2:?usage: bash bench/faiss-gpu/gpu-pqsweep.sh DATADIR OUTDIR [pqsweep options...]}
 shift 2
-bin=${FAISS_GPU_BENCH:-.faissgpu/faiss_gpu_bench}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${FAISS_GPU_BENCH:-$root/.faissgpu/faiss_gpu_bench}
 limit=${FAISS_GPU_TIMEOUT:-570}
 log=$out/faiss_gpu_pqsweep.log
 mkdir -p "$out"
@@ -31,10 +32,11 @@ if [ ! -x "$bin" ]; then
 	echo "no $bin: build it with bench/faiss-gpu/build.sh and carry .faissgpu" | tee "$log"
 	exit 2
 fi
-if [ ! -f "$data/base.npy" ] || [ ! -f "$data/queries.npy" ] || [ -z "$gt" ]; then
+if [ ! -f "$data/base.npy" ] || [ ! -f "$data/queries.npy" ] || [ ! -f "$gt" ]; then
 	echo "$data: want base.npy, queries.npy and gt-{l2,cosine,ip}.npy" | tee "$log"
 	exit 2
 fi
+set +e
 timeout -k 10 "$limit" "$bin" pqsweep --base "$data/base.npy" --queries "$data/queries.npy" --gt "$gt" \
 	--csv "$out/faiss_gpu_pqsweep.csv" "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

@@ -41,29 +41,29 @@ def run(ctx):
              f"stages with gpuindex.trace_stages on (median of the same runs)")
     sql = sqlsearch.batch_counted_sql(eng, index, table, ds.metric)
     param = batch_param(q, eng.coltype)
-    for probes in probes_list:
+    points = [(p, mode, sel) for p in probes_list for mode, selects in SELECTS.items()
+              for sel in selects]
+    base = None
+    for probes, mode, sel in points:
+        if ctx.out_of_time(rep, f"probes {probes} {mode} {sel}"):
+            break
         ctx.conn.execute(f"SET gpuivf.probes = {probes}")
-        base = None
-        for mode, selects in SELECTS.items():
-            for sel in selects:
-                if ctx.out_of_time(rep, f"probes {probes} {mode} {sel}"):
-                    break
-                ctx.conn.execute(f"SET gpuivf.pq_search = {mode}")
-                if sel:
-                    ctx.conn.execute(f"SET gpuivf.pq_select = {sel}")
-                row = _measure(ctx, eng, index, table, q, param, sql, o.repeats)
-                row.update(mode=mode, select=sel or "", probes=probes)
-                if mode == "lut":
-                    base = row
-                if base:
-                    row["x_lut_qps"] = row["qps"] / base["qps"]
-                    row["x_lut_fine"] = (base["fine_us"] / row["fine_us"]
-                                         if row.get("fine_us") else None)
-                row["engine"] = mode if mode == "lut" else f"{mode} select {sel}"
-                ctx.log(f"  probes {probes} {row['engine']}: recall {row['recall']:.3f} "
-                        f"R@100 {row['recall100']:.3f}, batch {row['batch_ms']:.1f} ms, "
-                        f"fine {row.get('fine_us')}")
-                rep.add(**row)
+        ctx.conn.execute(f"SET gpuivf.pq_search = {mode}")
+        if sel:
+            ctx.conn.execute(f"SET gpuivf.pq_select = {sel}")
+        row = _measure(ctx, eng, index, table, q, param, sql, o.repeats)
+        row.update(mode=mode, select=sel or "", probes=probes)
+        if mode == "lut":
+            base = row
+        if base and base["probes"] == probes:
+            row["x_lut_qps"] = row["qps"] / base["qps"]
+            row["x_lut_fine"] = (base["fine_us"] / row["fine_us"]
+                                 if row.get("fine_us") and base.get("fine_us") else None)
+        row["engine"] = mode if mode == "lut" else f"{mode} select {sel}"
+        ctx.log(f"  probes {probes} {row['engine']}: recall {row['recall']:.3f} "
+                f"R@100 {row['recall100']:.3f}, batch {row['batch_ms']:.1f} ms, "
+                f"fine {row.get('fine_us')}")
+        rep.add(**row)
     for s in ("gpuivf.probes", "gpuivf.pq_search", "gpuivf.pq_select", "gpuindex.trace_stages"):
         ctx.conn.execute(f"RESET {s}")
     rep.table("IVF-PQ search modes: recall and batch time (one index, same codes)", COLUMNS)
