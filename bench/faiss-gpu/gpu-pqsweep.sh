@@ -21,7 +21,7 @@ limit=${FAISS_GPU_TIMEOUT:-570}
 log=$out/faiss_gpu_pqsweep.log
 mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
-faiss_gpu_env "$bin" "$out/faiss_gpu_pqsweep_env.txt"
+faiss_gpu_env "$bin" "$out/faiss_gpu_pqsweep_env.txt" || true
 gt=${FAISS_GPU_GT:-}
 if [ -z "$gt" ]; then
 	for m in l2 cosine ip; do
