@@ -66,7 +66,30 @@ typedef bool (*GiLoadFn) (Relation index);
 extern void gi_backoff(int *attempt);
 extern void gi_call_store(Relation index, GiCall *call, GiLoadFn load);
 extern void gi_store_replace(Relation index, GiLoadFn load);
-extern void gi_send_deletes(Relation index, const uint64 *keys, uint32 n);
+
+/*
+ * The keys of rows VACUUM removed from the pages, on their way to the
+ * store, which drops every record of each key.  The caller fills
+ * keys[filling][n++] (at most GI_DELETE_SEND_MAX) and calls
+ * gi_deletes_send, which returns while the service works, so that the
+ * caller's pass over its pages goes on beside it; gi_deletes_finish sends
+ * the rest and waits for all.  Keys go only after their pages changed.
+ */
+#define GI_DELETE_SEND_MAX	(GI_SLOT_INLINE / sizeof(uint64))
+
+typedef struct GiDeleteSender
+{
+	Relation	index;
+	uint64	   *keys[2];		/* one filling, one in flight */
+	int			filling;
+	uint32		n;				/* keys in keys[filling] */
+	bool		in_flight;
+	GiCall		call;
+} GiDeleteSender;
+
+extern void gi_deletes_init(GiDeleteSender *ds, Relation index);
+extern void gi_deletes_send(GiDeleteSender *ds);
+extern void gi_deletes_finish(GiDeleteSender *ds);
 
 /* ---- hot standbys: stores that follow WAL replay (gi_standby.c) ---- */
 

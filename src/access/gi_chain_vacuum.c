@@ -13,7 +13,8 @@
  * running transaction is that old, the cleanup pass records it in the free
  * space map, where any list takes it before the relation is extended.
  * Keys go to the store after the pages changed and before ambulkdelete
- * returns, i.e. before the heap can reuse the TIDs.
+ * returns, i.e. before the heap can reuse the TIDs; the service drops
+ * one batch while the pass goes on over the next pages.
  */
 #include "postgres.h"
 
@@ -26,22 +27,9 @@
 
 #include "gi_access.h"
 
-/* keys of dead rows sent to the store per request at most */
-#define GI_DELETE_BATCH 65536
-
-typedef struct DeleteBatch
-{
-	Relation	index;
-	uint64	   *keys;
-	uint32		n;
-} DeleteBatch;
-
-static void
-send_deletes(DeleteBatch *db)
-{
-	gi_send_deletes(db->index, db->keys, db->n);
-	db->n = 0;
-}
+/* a page's keys fit one request */
+StaticAssertDecl(MaxOffsetNumber <= GI_DELETE_SEND_MAX,
+				 "a page holds more items than a delete request takes keys");
 
 /*
  * Unlink the empty data page blkno from its list's chain, where prevblk
@@ -100,7 +88,7 @@ unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
 static void
 vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			IndexBulkDeleteCallback callback, void *callback_state,
-			GiListRef ref, Size itemsz, DeleteBatch *db)
+			GiListRef ref, Size itemsz, GiDeleteSender *ds)
 {
 	Relation	index = info->index;
 	BlockNumber blkno;
@@ -131,11 +119,11 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		page = BufferGetPage(buf);
 		maxoff = PageGetMaxOffsetNumber(page);
 
-		/* a full batch must not overflow in the middle of a page */
-		if (db->n + maxoff > GI_DELETE_BATCH)
+		/* a page's keys go in one request (a page has at most as many) */
+		if (ds->n + maxoff > GI_DELETE_SEND_MAX)
 		{
 			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-			send_deletes(db);
+			gi_deletes_send(ds);
 			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 			page = BufferGetPage(buf);
 			maxoff = PageGetMaxOffsetNumber(page);
@@ -148,7 +136,7 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			if (callback(heaptid, callback_state))
 			{
 				deletable[ndeletable++] = off;
-				db->keys[db->n++] = gi_tid_key(heaptid);
+				ds->keys[ds->filling][ds->n++] = gi_tid_key(heaptid);
 			}
 			else
 				stats->num_index_tuples += 1;
@@ -202,9 +190,6 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		blkno = next;
 	}
 
-	/* pages first, then the store */
-	send_deletes(db);
-
 	if (BlockNumberIsValid(firstFree) && firstFree != insertPage)
 		gi_list_set_insert_page(index, ref, firstFree);
 }
@@ -220,17 +205,15 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 					IndexBulkDeleteCallback callback, void *callback_state,
 					const GiListDir *dir, Size itemsz)
 {
-	DeleteBatch db;
+	GiDeleteSender ds;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-	db.index = info->index;
-	db.keys = palloc(sizeof(uint64) * GI_DELETE_BATCH);
-	db.n = 0;
+	gi_deletes_init(&ds, info->index);
 	for (uint32 list = 0; list < dir->nlists; list++)
 		vacuum_list(info, stats, callback, callback_state,
-					dir->locate(dir->arg, list), MAXALIGN(itemsz), &db);
-	pfree(db.keys);
+					dir->locate(dir->arg, list), MAXALIGN(itemsz), &ds);
+	gi_deletes_finish(&ds);
 	return stats;
 }
 

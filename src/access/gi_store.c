@@ -127,24 +127,59 @@ gi_store_replace(Relation index, GiLoadFn load)
 	}
 }
 
+void
+gi_deletes_init(GiDeleteSender *ds, Relation index)
+{
+	memset(ds, 0, sizeof(*ds));
+	ds->index = index;
+	ds->keys[0] = palloc(sizeof(uint64) * GI_DELETE_SEND_MAX);
+	ds->keys[1] = palloc(sizeof(uint64) * GI_DELETE_SEND_MAX);
+}
+
+/* wait for the keys in flight to be dropped */
+static void
+deletes_wait(GiDeleteSender *ds)
+{
+	if (ds->in_flight)
+	{
+		ds->in_flight = false;
+		gi_call_end(&ds->call);
+	}
+}
+
 /*
- * The keys of rows VACUUM removed from the pages, after it removed them:
- * the store drops every record of each key.
+ * Send the filled keys (of rows already gone from the pages) and return
+ * while the service drops them, after the previous keys were dropped.
+ * With no device service in this cluster there is nothing to tell.
  */
 void
-gi_send_deletes(Relation index, const uint64 *keys, uint32 n)
+gi_deletes_send(GiDeleteSender *ds)
 {
-	GiCall		call;
-
-	/* with no device service in this cluster there is nothing to tell */
-	if (n == 0 || gi_shared == NULL)
+	deletes_wait(ds);
+	if (ds->n == 0 || gi_shared == NULL)
+	{
+		ds->n = 0;
 		return;
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_DELETE;
-	call.key = gi_store_key(index);
-	call.args.relfilenode = gi_store_relfilenode(index);
-	call.args.n = n;
-	call.in = keys;
-	call.in_size = (Size) n * sizeof(uint64);
-	gi_call(&call);
+	}
+	memset(&ds->call, 0, sizeof(ds->call));
+	ds->call.type = GI_REQ_DELETE;
+	ds->call.key = gi_store_key(ds->index);
+	ds->call.args.relfilenode = gi_store_relfilenode(ds->index);
+	ds->call.args.n = ds->n;
+	ds->call.in = ds->keys[ds->filling];
+	ds->call.in_size = (Size) ds->n * sizeof(uint64);
+	gi_call_begin(&ds->call);
+	ds->in_flight = true;
+	ds->filling = 1 - ds->filling;
+	ds->n = 0;
+}
+
+/* send the rest and wait until the store dropped every key */
+void
+gi_deletes_finish(GiDeleteSender *ds)
+{
+	gi_deletes_send(ds);
+	deletes_wait(ds);
+	pfree(ds->keys[0]);
+	pfree(ds->keys[1]);
 }

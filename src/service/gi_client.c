@@ -148,6 +148,24 @@ queue_request(GiSlot *slot, const GiCall *call)
 GiSearchTimes gi_last_search;
 bool		gi_trace_stages = false;
 
+/* the answer in slot (payload in buf) into call; the slot becomes idle */
+static void
+take_answer(GiSlot *slot, GiCall *call, const char *buf)
+{
+	call->reply = slot->reply;
+	call->rargs = slot->rargs;
+	call->out = NULL;
+	if (call->reply == GI_REPLY_OK && call->rargs.out_size > 0)
+	{
+		Assert(call->rargs.out_size <= slot->capacity);
+		call->out = palloc(call->rargs.out_size);
+		memcpy(call->out, buf, call->rargs.out_size);
+	}
+	SpinLockAcquire(&slot->mutex);
+	slot->state = GI_SLOT_IDLE;
+	SpinLockRelease(&slot->mutex);
+}
+
 /* one submission; returns the raw reply */
 static void
 submit_once(GiCall *call)
@@ -195,17 +213,9 @@ submit_once(GiCall *call)
 	}
 	PG_END_TRY();
 
-	call->reply = slot->reply;
-	call->rargs = slot->rargs;
-	call->out = NULL;
 	if (search)
 		gi_last_search.t_woke = gi_now_ns();
-	if (call->reply == GI_REPLY_OK && call->rargs.out_size > 0)
-	{
-		Assert(call->rargs.out_size <= slot->capacity);
-		call->out = palloc(call->rargs.out_size);
-		memcpy(call->out, buf, call->rargs.out_size);
-	}
+	take_answer(slot, call, buf);
 	if (search)
 	{
 		gi_last_search.t_copied = gi_now_ns();
@@ -217,10 +227,6 @@ submit_once(GiCall *call)
 		gi_last_search.rargs = call->rargs;
 	}
 
-	SpinLockAcquire(&slot->mutex);
-	slot->state = GI_SLOT_IDLE;
-	SpinLockRelease(&slot->mutex);
-
 	if (seg)
 		dsm_detach(seg);
 }
@@ -228,41 +234,82 @@ submit_once(GiCall *call)
 /* a request the service died with this often is not tried again */
 #define GI_MAX_RESTARTS		3
 
+/*
+ * Act on call's reply: true when the caller has its answer, false when
+ * the request must be submitted again; ERROR replies raise the error.
+ */
+static bool
+reply_final(GiCall *call, int *restarts)
+{
+	switch (call->reply)
+	{
+		case GI_REPLY_RESTARTED:
+			/* the service died with our request: the new one gets it */
+			if (++(*restarts) < GI_MAX_RESTARTS)
+				return false;
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("the gpuindex device service restarted %d times while serving this request",
+							*restarts),
+					 errhint("The server log says why.")));
+			break;
+		case GI_REPLY_TOO_SMALL:
+			call->out_capacity = call->rargs.out_needed;
+			return false;
+		case GI_REPLY_ERROR:
+			ereport(ERROR,
+					(errcode(call->rargs.sqlstate ? call->rargs.sqlstate : ERRCODE_INTERNAL_ERROR),
+					 errmsg("%s", call->rargs.errmsg)));
+			break;
+		default:
+			break;
+	}
+	return true;
+}
+
 void
 gi_call(GiCall *call)
 {
 	int			restarts = 0;
 
 	gi_require_service();
-
-	for (;;)
-	{
+	do
 		submit_once(call);
+	while (!reply_final(call, &restarts));
+}
 
-		switch (call->reply)
-		{
-			case GI_REPLY_RESTARTED:
-				/* the service died with our request: the new one gets it */
-				if (++restarts < GI_MAX_RESTARTS)
-					continue;
-				ereport(ERROR,
-						(errcode(ERRCODE_SYSTEM_ERROR),
-						 errmsg("the gpuindex device service restarted %d times while serving this request",
-								restarts),
-						 errhint("The server log says why.")));
-				break;
-			case GI_REPLY_TOO_SMALL:
-				call->out_capacity = call->rargs.out_needed;
-				continue;
-			case GI_REPLY_ERROR:
-				ereport(ERROR,
-						(errcode(call->rargs.sqlstate ? call->rargs.sqlstate : ERRCODE_INTERNAL_ERROR),
-						 errmsg("%s", call->rargs.errmsg)));
-				break;
-			default:
-				return;
-		}
-	}
+void
+gi_call_begin(GiCall *call)
+{
+	GiSlot	   *slot;
+
+	gi_require_service();
+	if (call->in_size > GI_SLOT_INLINE || call->out_capacity > GI_SLOT_INLINE)
+		elog(ERROR, "a gpuindex request sent ahead needs %zu bytes, more than a slot's %d",
+			 (size_t) Max(call->in_size, call->out_capacity), GI_SLOT_INLINE);
+	slot = my_slot();
+	wait_slot_idle(slot);
+	slot->dsm = DSM_HANDLE_INVALID;
+	slot->capacity = GI_SLOT_INLINE;
+	if (call->in_size > 0)
+		memcpy(slot->buf, call->in, call->in_size);
+	queue_request(slot, call);
+}
+
+/*
+ * An error while waiting here leaves the request queued: the service
+ * still runs it, and this backend's next request waits until it has.
+ */
+void
+gi_call_end(GiCall *call)
+{
+	GiSlot	   *slot = my_slot();
+	int			restarts = 0;
+
+	wait_for_answer(slot);
+	take_answer(slot, call, slot->buf);
+	if (!reply_final(call, &restarts))
+		gi_call(call);
 }
 
 GiReply

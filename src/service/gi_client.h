@@ -63,6 +63,18 @@ extern void gi_require_service(void);
 
 extern void gi_call(GiCall *call);
 
+/*
+ * gi_call in two halves, for a caller with work to do while the service
+ * answers: gi_call_begin queues call and returns; gi_call_end waits for
+ * the answer and acts on it as gi_call does.  The payload (at most
+ * GI_SLOT_INLINE bytes) travels in the slot, so a request once begun is
+ * run even if this backend errors out before gi_call_end; call->in must
+ * stay valid until then.  No other request of this backend may come
+ * between the two.
+ */
+extern void gi_call_begin(GiCall *call);
+extern void gi_call_end(GiCall *call);
+
 /* convenience: a call with no payload in either direction */
 extern GiReply gi_call_simple(GiReqType type, const GiStoreKey *key,
 							  const GiReqArgs *args, GiRespArgs *rargs);

@@ -55,9 +55,11 @@ PG_FUNCTION_INFO_V1(gpuindex_debug_fault);
  * gets an ERROR, the service restarts) or 'signal' (a crash inside the
  * service, as a fault in CUDA code would be; queued without waiting),
  * 'thread' (an invalid write on a helper thread of the host backend's
- * pool; queued without waiting) or 'cuda' (a real illegal write by a CUDA kernel: the request gets the
- * backend's ERROR, the service restarts; needs the CUDA backend).
- * Either way only the service restarts, never the cluster.
+ * pool; queued without waiting) or 'cuda' (a real illegal write by a CUDA
+ * kernel: the request gets the backend's ERROR, the service restarts;
+ * needs the CUDA backend).  Either way only the service restarts, never
+ * the cluster.  'stall' keeps the service busy for GI_FAULT_STALL_MS
+ * before it answers, so that other sessions' requests wait.
  */
 Datum
 gpuindex_debug_fault(PG_FUNCTION_ARGS)
@@ -88,11 +90,16 @@ gpuindex_debug_fault(PG_FUNCTION_ARGS)
 		call.args.n = GI_FAULT_THREAD;
 		gi_queue_nowait(&call);
 	}
+	else if (strcmp(kind, "stall") == 0)
+	{
+		call.args.n = GI_FAULT_STALL;
+		gi_call(&call);
+	}
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown fault \"%s\"", kind),
-				 errhint("Use \"device\", \"signal\", \"thread\" or \"cuda\".")));
+				 errhint("Use \"device\", \"signal\", \"thread\", \"cuda\" or \"stall\".")));
 	PG_RETURN_VOID();
 }
 

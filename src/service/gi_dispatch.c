@@ -189,12 +189,19 @@ handle_drop(GiWork *w)
 
 /*
  * Test hook: a device error (answered, then a restart), a crash on the
- * service's thread or on a helper thread, or a real CUDA fault (answered
- * with the backend's error, then a restart)
+ * service's thread or on a helper thread, a real CUDA fault (answered
+ * with the backend's error, then a restart), or a service busy for a
+ * while (requests queued meanwhile wait)
  */
 static void
 handle_debug_fault(GiWork *w)
 {
+	if (w->slot->args.n == GI_FAULT_STALL)
+	{
+		pg_usleep(GI_FAULT_STALL_MS * 1000L);
+		gi_reply(w, GI_REPLY_OK);
+		return;
+	}
 	if (w->slot->args.n == GI_FAULT_SIGNAL)
 		raise(SIGSEGV);
 	if (w->slot->args.n == GI_FAULT_THREAD)

@@ -189,6 +189,9 @@ gi_now_ns(void)
 #define GI_FAULT_SIGNAL		2	/* a crash (SIGSEGV) inside the service */
 #define GI_FAULT_CUDA		3	/* an illegal write by a CUDA kernel */
 #define GI_FAULT_THREAD		4	/* an invalid write by a host pool thread */
+#define GI_FAULT_STALL		5	/* the service sleeps GI_FAULT_STALL_MS, then
+								 * answers */
+#define GI_FAULT_STALL_MS	2000
 
 /* the kargs of the KMEANS_* and ASSIGN requests */
 typedef struct GiKmeansArgs

@@ -29,10 +29,11 @@ q "CREATE EXTENSION gpuindex;
    FROM generate_series(1, 3000) i;
    CREATE INDEX t_v ON t USING gpuivf (v) WITH (lists = 10);" >/dev/null
 
-answers() {
-	q "SET enable_seqscan = off; SET gpuivf.probes = 10;
-	   SELECT string_agg(id::text, ',') FROM (SELECT id FROM t ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}', id LIMIT 10) s"
-}
+top10="SELECT string_agg(id::text, ',') FROM
+	(SELECT id FROM t ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10) s"
+# through the index (all lists probed: exact)
+answers() { q "SET enable_seqscan = off; SET gpuivf.probes = 10; $top10"; }
+seq_answers() { q "SET enable_indexscan = off; SET enable_bitmapscan = off; $top10"; }
 service_pid() { q "SELECT pid FROM gpuindex_service()"; }
 # the service's pid once a new one runs (the old one gone)
 new_service() {
@@ -45,8 +46,10 @@ new_service() {
 	echo "none"
 }
 
+check "the searches go through the index" 1 \
+	"$(q "SET enable_seqscan = off; EXPLAIN $top10" | grep -c 'Index Scan using t_v')"
 a0=$(answers)
-[ -n "$a0" ] && [ "${a0#ERROR}" = "$a0" ] && pass "answers before any fault" || fail "answers before any fault ($a0)"
+check "answers before any fault = sequential scan" "$(seq_answers)" "$a0"
 
 # a session connected throughout: a cluster restart would cut it
 cluster_psql "$dir" $port -Atc "SELECT pg_sleep(8)" -c "SELECT 'still connected'" >"$dir/long.out" 2>&1 &
@@ -101,6 +104,27 @@ check "the server log says why the service restarted" $restarts \
 	"$(grep -c 'restarting the service' "$dir/server.log")"
 check "the unknown fault is refused" "ERROR:  unknown fault \"nope\"" \
 	"$(q "SELECT gpuindex_debug_fault('nope')" | head -1)"
+
+# a VACUUM cancelled while the service drops its rows' keys: the pages
+# lost the rows already, so the service must still drop them
+store_rows() { q "SELECT rows FROM gpuindex_store_stats() WHERE index_name = 't_v'"; }
+answers >/dev/null
+q "DELETE FROM t WHERE id % 6 = 0" >/dev/null
+q "SELECT gpuindex_debug_fault('stall')" >/dev/null &
+stall=$!
+sleep 0.5
+out=$(cluster_psql "$dir" $port -At -c "SET statement_timeout = '500ms'" \
+	-c "VACUUM (INDEX_CLEANUP ON) t" 2>&1)
+check "a VACUUM waiting for a stalled service is cancelled" \
+	"ERROR:  canceling statement due to statement timeout" "$(echo "$out" | grep ERROR)"
+wait $stall
+check "the cancelled VACUUM's rows still left the store" \
+	"$(q "SELECT count(*) FROM t")" "$(store_rows)"
+q "VACUUM (INDEX_CLEANUP ON) t;
+   INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
+   FROM generate_series(3001, 3500) i" >/dev/null
+check "rows in the dead rows' places: index = sequential scan" "$(seq_answers)" "$(answers)"
+check "... and the store holds every row" "$(q "SELECT count(*) FROM t")" "$(store_rows)"
 
 echo "service fault: $TESTS_PASSED passed, $TESTS_FAILED failed"
 [ "$TESTS_FAILED" = 0 ]

@@ -80,18 +80,26 @@ SELECT array_agg(id) FROM (SELECT id FROM s ORDER BY v <#> (SELECT q FROM querie
 }
 
 # the 10 nearest ids of every query, with the index (all lists probed) or by a
-# sequential scan; one line per query
+# sequential scan (ties by TID there, as the index breaks them); one line per
+# query.  Dies if the index's query is not planned on the index.
 sub answers
 {
 	my ($node, $use_index) = @_;
 	my $settings = $use_index
-	  ? 'SET gpuivf.probes = 10000; SET enable_seqscan = off;'
+	  ? 'SET gpuivf.probes = 10000; SET enable_seqscan = off; SET enable_sort = off;'
 	  : 'SET enable_indexscan = off; SET enable_bitmapscan = off;';
-	return $node->safe_psql('postgres', qq($settings
-SELECT string_agg(ids, E'\\n' ORDER BY q) FROM (
+	my $order = $use_index ? '' : ', ctid';
+	my $query = qq(SELECT string_agg(ids, E'\\n' ORDER BY q) FROM (
   SELECT q, (SELECT string_agg(id::text, ',') FROM
-			   (SELECT id FROM t ORDER BY v <-> qs.v, id LIMIT 10) s) AS ids
-  FROM qs) x;));
+			   (SELECT id FROM t ORDER BY v <-> qs.v$order LIMIT 10) s) AS ids
+  FROM qs) x;);
+	if ($use_index)
+	{
+		my $plan = $node->safe_psql('postgres', "$settings EXPLAIN (COSTS OFF) $query");
+		die "the index's answers are not planned on the index:\n$plan"
+		  unless $plan =~ /Index Scan using t_v_idx/;
+	}
+	return $node->safe_psql('postgres', "$settings $query");
 }
 
 # ids the index returns when asked for every row, sorted
