@@ -79,6 +79,7 @@ gi_cu_ivf_set_state(gi_store *s, const void *state, size_t bytes)
 	gi_cu_ivf  *iv;
 	gi_status	st;
 	cudaError_t err;
+	size_t		bad;
 
 	if (s == NULL || state == NULL || bytes < sizeof(gi_ivf_state))
 	{
@@ -99,6 +100,13 @@ gi_cu_ivf_set_state(gi_store *s, const void *state, size_t bytes)
 		hdr.metric != GI_METRIC_COSINE)
 	{
 		gi_cu_set_error("ivf set_state: unknown metric %u", hdr.metric);
+		return GI_ERR_INVALID;
+	}
+	bad = gi_first_nonfinite(gi_ivf_state_centroids((const gi_ivf_state *) state),
+							 (size_t) hdr.nlists * hdr.dim);
+	if (bad < (size_t) hdr.nlists * hdr.dim)
+	{
+		gi_cu_set_error("ivf set_state: centroid value %zu is NaN or infinite", bad);
 		return GI_ERR_INVALID;
 	}
 	st = gi_cu_enter(s->dev);

@@ -73,6 +73,11 @@ gi_cu_ivfpq_set_state(gi_store *s, const void *state, size_t bytes)
 		gi_cu_set_error("ivfpq set_state: unknown metric %u", hdr.ivf.metric);
 		return GI_ERR_INVALID;
 	}
+	if (!gi_ivfpq_state_finite(full))
+	{
+		gi_cu_set_error("ivfpq set_state: a centroid or codebook value is NaN or infinite");
+		return GI_ERR_INVALID;
+	}
 	st = gi_cu_enter(s->dev);
 	if (st != GI_OK)
 		return st;

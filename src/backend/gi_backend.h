@@ -159,6 +159,21 @@ typedef struct gi_hit
 } gi_hit;
 
 /*
+ * The position of the first value of v[0..n) that is NaN or infinite, or
+ * n when all are finite (x - x is 0 exactly for a finite x).  A kind's
+ * set_state refuses state with such values: comparisons with NaN would
+ * rank lists differently on each backend.
+ */
+static inline size_t
+gi_first_nonfinite(const float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] - v[i] == 0.0f))
+			return i;
+	return n;
+}
+
+/*
  * The order of every answer: ascending distance, NaN after every number,
  * then ascending key.  Negative, zero or positive as x comes before, with
  * or after y.

@@ -71,6 +71,16 @@ gi_ivfpq_state_codebooks(const gi_ivfpq_state *state)
 	return gi_ivfpq_state_centroids(state) + (size_t) state->ivf.nlists * state->ivf.dim;
 }
 
+/* whether every centroid and codebook value of a state of that size is finite */
+static inline bool
+gi_ivfpq_state_finite(const gi_ivfpq_state *state)
+{
+	size_t		n = (size_t) state->ivf.nlists * state->ivf.dim +
+		(size_t) state->ksub * state->ivf.dim;
+
+	return gi_first_nonfinite(gi_ivfpq_state_centroids(state), n) == n;
+}
+
 /* how a search scores the codes (gi_pq_select.h for the selective ones) */
 typedef enum gi_pq_search_mode
 {

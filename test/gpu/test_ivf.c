@@ -1031,6 +1031,11 @@ test_invalid(void)
 	st->metric = 7;
 	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "unknown metric");
 	st->metric = GI_METRIC_COSINE;
+	((float *) (st + 1))[5] = NAN;
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "a NaN centroid");
+	((float *) (st + 1))[5] = -INFINITY;
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "an infinite centroid");
+	((float *) (st + 1))[5] = 0.0f;
 	EXPECT(HK->set_state(hs, st, bytes) == GI_OK && CK->set_state(cs, st, bytes) == GI_OK,
 		   "valid state: %s", C->last_error());
 

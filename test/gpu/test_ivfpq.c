@@ -467,6 +467,12 @@ test_pq_invalid(void)
 	st->ivf.metric = 7;
 	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "unknown metric");
 	st->ivf.metric = GI_METRIC_COSINE;
+	((float *) (st + 1))[3 * 8 + 4 * 8 - 1] = NAN;	/* the last codebook value */
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "a NaN codebook value");
+	((float *) (st + 1))[3 * 8 + 4 * 8 - 1] = 0.0f;
+	((float *) (st + 1))[0] = INFINITY;
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "an infinite centroid");
+	((float *) (st + 1))[0] = 0.0f;
 	EXPECT(HK->set_state(hs, st, bytes) == GI_OK && CK->set_state(cs, st, bytes) == GI_OK,
 		   "valid state: %s", C->last_error());
 

@@ -447,6 +447,14 @@ test_pq_bad_state(void **state)
 	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
 	st->ksub = 16;
 	assert_int_equal(kind->set_state(s, st, bytes - 4), GI_ERR_INVALID);
+	/* NaN or infinite centroids and codebook values: the first and the last value */
+	((float *) (st + 1))[2 * 8 + 16 * 8 - 1] = NAN;
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "NaN or infinite"));
+	((float *) (st + 1))[2 * 8 + 16 * 8 - 1] = 0.0f;
+	((float *) (st + 1))[0] = -INFINITY;
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	((float *) (st + 1))[0] = 0.0f;
 	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
 	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_OK);
 	assert_int_equal(found, 0);

@@ -2628,6 +2628,15 @@ test_ivf_kind(void **state)
 	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM)),
 					 GI_ERR_INVALID);
 	assert_non_null(strstr(ops->last_error(), "metric"));
+	st->metric = GI_METRIC_L2;
+	((float *) (st + 1))[NL * DIM - 1] = NAN;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM)),
+					 GI_ERR_INVALID);
+	assert_non_null(strstr(ops->last_error(), "NaN or infinite"));
+	((float *) (st + 1))[NL * DIM - 1] = INFINITY;
+	assert_int_equal(kind->set_state(s, st, gi_ivf_state_size(NL, DIM)),
+					 GI_ERR_INVALID);
+	((float *) (st + 1))[NL * DIM - 1] = cent_a[NL * DIM - 1];
 	assert_int_equal(ivf_search(s, DIM, 2, 1, queries, 4, h, f), GI_ERR_INVALID);
 	assert_non_null(strstr(ops->last_error(), "set_state"));
 

@@ -673,6 +673,7 @@ gi_host_ivf_set_state(gi_store *store, const void *state, size_t bytes)
 	const gi_store_params *params;
 	const gi_ivf_state *st = state;
 	void	   *copy;
+	size_t		bad;
 
 	if (store == NULL || state == NULL || bytes < sizeof(gi_ivf_state))
 	{
@@ -693,6 +694,12 @@ gi_host_ivf_set_state(gi_store *store, const void *state, size_t bytes)
 		st->metric != GI_METRIC_COSINE)
 	{
 		gi_host_set_error("ivf set_state: unknown metric %u", st->metric);
+		return GI_ERR_INVALID;
+	}
+	bad = gi_first_nonfinite(gi_ivf_state_centroids(st), (size_t) st->nlists * st->dim);
+	if (bad < (size_t) st->nlists * st->dim)
+	{
+		gi_host_set_error("ivf set_state: centroid value %zu is NaN or infinite", bad);
 		return GI_ERR_INVALID;
 	}
 	copy = malloc(bytes);

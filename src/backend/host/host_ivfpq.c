@@ -352,6 +352,11 @@ gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
 		gi_host_set_error("ivfpq set_state: unknown metric %u", st->ivf.metric);
 		return GI_ERR_INVALID;
 	}
+	if (!gi_ivfpq_state_finite(st))
+	{
+		gi_host_set_error("ivfpq set_state: a centroid or codebook value is NaN or infinite");
+		return GI_ERR_INVALID;
+	}
 	kind = calloc(1, sizeof(gi_host_pq_kind));
 	if (kind != NULL)
 		kind->st = malloc(bytes);
