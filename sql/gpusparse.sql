@@ -69,13 +69,21 @@ SELECT sp_check('{1:1,2:0.5,5:2}/40', 300, 'id % 5 = 0');
 RESET gpusparse.scan_batch;
 
 -- the values the index hands out are the operator's
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT v <#> '{1:1,9:2}/40' AS d FROM sp_docs ORDER BY v <#> '{1:1,9:2}/40' LIMIT 30;
 SELECT count(*) AS rows_with_value FROM (
 	SELECT v <#> '{1:1,9:2}/40' AS d FROM sp_docs ORDER BY v <#> '{1:1,9:2}/40' LIMIT 30) s
 WHERE d IS NOT NULL;
+RESET enable_seqscan;
 
 -- bad queries
 SELECT id FROM sp_docs ORDER BY v <#> '{1:1}/41' LIMIT 1;
-SELECT id FROM sp_docs ORDER BY v <#> NULL LIMIT 1;
+-- a NULL query gives no rows (a literal NULL would drop the ordering: a generic plan)
+PREPARE sp_null(spvec) AS SELECT id FROM sp_docs ORDER BY v <#> $1 LIMIT 1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE sp_null(NULL);
+EXECUTE sp_null(NULL);
+RESET plan_cache_mode;
 
 -- INSERT, DELETE, VACUUM, re-insert
 INSERT INTO sp_docs VALUES (5001, 0, '{1:9,2:9}/40'), (5002, 0, '{1:9,2:9}/40'),
@@ -98,7 +106,10 @@ CREATE TABLE sp_free (v spvec);
 CREATE INDEX ON sp_free USING gpusparse (v);
 INSERT INTO sp_free VALUES ('{1:1}/5');
 INSERT INTO sp_free VALUES ('{1:1}/6');
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT v FROM sp_free ORDER BY v <#> '{1:2}/5' LIMIT 1;
 SELECT v FROM sp_free ORDER BY v <#> '{1:2}/5' LIMIT 1;
+RESET enable_seqscan;
 
 -- the batch API: per query, the rows sharing a term, as ORDER BY gives them
 CREATE FUNCTION sp_batch_check(qs spvec[], k int) RETURNS text

@@ -111,7 +111,7 @@ if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
 	bpid=$!
 	out=$(q "SET statement_timeout = '4s'; CREATE INDEX kc_v ON kc USING gpuivf (v) WITH (lists = 2000)")
 	t0=$(date +%s%N)
-	got=$(q "SELECT count(*) FROM (SELECT id FROM km ORDER BY v <-> (SELECT v FROM km WHERE id = 1) LIMIT 5) s")
+	got=$(q "SET enable_seqscan = off; SELECT count(*) FROM (SELECT id FROM km ORDER BY v <-> (SELECT v FROM km WHERE id = 1) LIMIT 5) s")
 	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	wait $bpid
 	for i in $(seq 1 40); do
