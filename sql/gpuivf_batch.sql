@@ -123,6 +123,18 @@ WHERE array(SELECT key FROM gpuivf_search('ivf_docs_v', ARRAY[q.v], 10, 'id', NU
       IS DISTINCT FROM
       array(SELECT id FROM ivf_docs ORDER BY v <-> q.v, id LIMIT 10)
   AND q.q <= 50;
+-- the same in one call, each query twice (rows fetched together and shared
+-- between the queries that found them; a text key column)
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE b.got IS DISTINCT FROM
+                        array(SELECT title FROM ivf_docs ORDER BY v <-> q.v, id LIMIT 10)) AS mismatches
+FROM (SELECT query, array_agg(key ORDER BY n) AS got
+      FROM gpuivf_search('ivf_docs_v',
+                         (SELECT array_agg(v ORDER BY r, q) FROM ivf_q, generate_series(1, 2) r
+                          WHERE q <= 50), 10, 'title', NULL::text)
+           WITH ORDINALITY AS s(query, key, distance, n)
+      GROUP BY query) b
+JOIN ivf_q q ON q.q = (b.query - 1) % 50 + 1;
 ROLLBACK;
 -- rows this transaction inserted are found (the insert queue is flushed)
 BEGIN;

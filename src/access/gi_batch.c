@@ -7,7 +7,8 @@
  * The driver sends every query of a call to the service (split so that
  * no answer passes GI_BATCH_REPLY_BYTES), keeps the hits whose heap tuple
  * is visible to the statement's snapshot (following HOT chains, so the
- * ctid is the visible version's), and searches again, together and with k
+ * ctid is the visible version's; the rows of many queries fetched
+ * together in TID order), and searches again, together and with k
  * doubled, the queries that found fewer than k visible rows while the
  * service had more, continuing after the last (distance, key) seen
  * exactly like an ordered scan.  The AM supplies the search and the
@@ -36,6 +37,9 @@
 
 /* the answer of one request stays well under palloc's 1 GB */
 #define GI_BATCH_REPLY_BYTES	((Size) 256 * 1024 * 1024)
+
+/* rows whose visibility is checked together (in TID order) at most */
+#define GI_BATCH_FETCH_ROWS		65536
 
 /*
  * Open an index of access method amname (ordered by opname) named by a SQL caller, with its
@@ -164,39 +168,159 @@ gi_batch_query_elems(ArrayType *arr, const char *elemname, int max, int *nq_out)
 	return elems;
 }
 
-/* keep hit h of query b when its row is visible */
+/* a row of a call's answer: whether it is visible, and what a result row takes from it */
+typedef struct BatchFetch
+{
+	uint64		key;			/* the hit's key (its TID) */
+	const gi_hit *hit;
+	int			query;			/* the hit's query, its position in the call */
+	bool		visible;
+	ItemPointerData tid;		/* the visible version's */
+	Datum		keyval;
+	bool		keynull;
+} BatchFetch;
+
+/* fetch f's row: visible to the snapshot, and its key column */
 static void
-batch_take(GiBatch *b, GiBatchQuery *bq, const gi_hit *h, Snapshot snapshot,
-		   IndexFetchTableData *fetch, TupleTableSlot *slot)
+batch_fetch(GiBatch *b, BatchFetch *f, Snapshot snapshot,
+			IndexFetchTableData *fetch, TupleTableSlot *slot)
 {
 	ItemPointerData tid;
 	bool		call_again = false;
 	bool		all_dead = false;
-	GiBatchRow *row;
 
-	if (!gi_hit_cursor_next(&bq->cursor, h))
-		return;					/* seen in an earlier round */
-	gi_key_to_tid(h->key, &tid);
-	if (table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again, &all_dead))
+	gi_key_to_tid(f->key, &tid);
+	f->visible = table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again,
+										 &all_dead);
+	if (f->visible)
 	{
-		if (bq->nrows == bq->cap)
-		{
-			bq->cap = Min(b->k, Max(16, bq->cap * 2));
-			bq->rows = bq->rows ?
-				repalloc_huge(bq->rows, sizeof(GiBatchRow) * bq->cap) :
-				palloc_extended(sizeof(GiBatchRow) * bq->cap, MCXT_ALLOC_HUGE);
-		}
-		row = &bq->rows[bq->nrows++];
-		row->tid = slot->tts_tid;
-		row->distance = b->distance ? b->distance(b->arg, h->distance) : h->distance;
+		f->tid = slot->tts_tid;
+		f->keynull = true;
 		if (b->keyatt != InvalidAttrNumber)
 		{
-			row->key = slot_getattr(slot, b->keyatt, &row->keynull);
-			if (!row->keynull)
-				row->key = datumCopy(row->key, b->keybyval, b->keylen);
+			f->keyval = slot_getattr(slot, b->keyatt, &f->keynull);
+			if (!f->keynull)
+				f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
 		}
 	}
 	ExecClearTuple(slot);
+}
+
+/* append f's row to its query's answer */
+static void
+batch_add(GiBatch *b, GiBatchQuery *bq, const BatchFetch *f)
+{
+	GiBatchRow *row;
+
+	if (bq->nrows == bq->cap)
+	{
+		bq->cap = Min(b->k, Max(16, bq->cap * 2));
+		bq->rows = bq->rows ?
+			repalloc_huge(bq->rows, sizeof(GiBatchRow) * bq->cap) :
+			palloc_extended(sizeof(GiBatchRow) * bq->cap, MCXT_ALLOC_HUGE);
+	}
+	row = &bq->rows[bq->nrows++];
+	row->tid = f->tid;
+	row->distance = b->distance ? b->distance(b->arg, f->hit->distance) : f->hit->distance;
+	row->key = f->keyval;
+	row->keynull = f->keynull;
+}
+
+static int
+batch_fetch_cmp(const void *a, const void *b)
+{
+	uint64		x = (*(BatchFetch *const *) a)->key;
+	uint64		y = (*(BatchFetch *const *) b)->key;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Keep the visible rows of one call's answer (queries qidx[0..n), hits
+ * [n * kreq]).  Each query's first hits, as many as it still needs, are
+ * fetched together in TID order, each row once however many queries
+ * found it (heap pages are visited in order, shared rows fetched once);
+ * a query that lost some to visibility then goes on through its further
+ * hits one at a time.  The rows come out in each query's hit order.
+ */
+static void
+batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
+				const gi_hit *hits, const uint32 *found, uint32 kreq,
+				Snapshot snapshot, IndexFetchTableData *fetch, TupleTableSlot *slot)
+{
+	BatchFetch *f = palloc_extended(sizeof(BatchFetch) * Max(1, (Size) n * Min(kreq, (uint32) b->k)),
+									MCXT_ALLOC_HUGE);
+	BatchFetch **ord;
+	uint32	   *next = palloc(sizeof(uint32) * n);
+	Size		nf = 0;
+	Size		j = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		GiBatchQuery *q = &bq[qidx[i]];
+		int			need = b->k - q->nrows;
+		uint32		r = 0;
+
+		for (; r < found[i] && need > 0; r++)
+		{
+			const gi_hit *h = &hits[(Size) i * kreq + r];
+
+			if (!gi_hit_cursor_next(&q->cursor, h))
+				continue;		/* seen in an earlier round */
+			f[nf].key = h->key;
+			f[nf].hit = h;
+			f[nf].query = i;
+			nf++;
+			need--;
+		}
+		next[i] = r;
+	}
+
+	ord = palloc_extended(sizeof(BatchFetch *) * Max(1, nf), MCXT_ALLOC_HUGE);
+	for (Size i = 0; i < nf; i++)
+		ord[i] = &f[i];
+	qsort(ord, nf, sizeof(BatchFetch *), batch_fetch_cmp);
+	for (Size i = 0; i < nf; i++)
+	{
+		if (i > 0 && ord[i]->key == ord[i - 1]->key)
+		{
+			BatchFetch *same = ord[i - 1];
+
+			ord[i]->visible = same->visible;
+			ord[i]->tid = same->tid;
+			ord[i]->keyval = same->keyval;
+			ord[i]->keynull = same->keynull;
+		}
+		else
+			batch_fetch(b, ord[i], snapshot, fetch, slot);
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		GiBatchQuery *q = &bq[qidx[i]];
+
+		for (; j < nf && f[j].query == i; j++)
+			if (f[j].visible)
+				batch_add(b, q, &f[j]);
+		/* rows lost to visibility: the query's further hits, one at a time */
+		for (uint32 r = next[i]; r < found[i] && q->nrows < b->k; r++)
+		{
+			BatchFetch	one;
+
+			one.hit = &hits[(Size) i * kreq + r];
+			if (!gi_hit_cursor_next(&q->cursor, one.hit))
+				continue;
+			one.key = one.hit->key;
+			batch_fetch(b, &one, snapshot, fetch, slot);
+			if (one.visible)
+				batch_add(b, q, &one);
+		}
+		/* fewer than k visible while the service had more: again */
+		q->more = (found[i] >= kreq);
+	}
+	pfree(ord);
+	pfree(next);
+	pfree(f);
 }
 
 /*
@@ -239,6 +363,7 @@ gi_batch_collect(GiBatch *b)
 	{
 		int			per_call = (int) Max(1, GI_BATCH_REPLY_BYTES /
 										 gi_search_out_size(1, kreq));
+		int			group = (int) Max(1, GI_BATCH_FETCH_ROWS / Min(kreq, (uint32) b->k));
 		int			nstill = 0;
 
 		for (int from = 0; from < npend; from += per_call)
@@ -249,14 +374,14 @@ gi_batch_collect(GiBatch *b)
 
 			uint64		t0 = gi_now_ns();
 
+			for (int g = 0; g < n; g += group)
+				batch_take_call(b, bq, pend + from + g, Min(group, n - g),
+								hits + (Size) g * kreq, found + g, kreq, snapshot,
+								fetch, slot);
 			for (int i = 0; i < n; i++)
 			{
 				GiBatchQuery *q = &bq[pend[from + i]];
 
-				for (uint32 r = 0; r < found[i] && q->nrows < b->k; r++)
-					batch_take(b, q, &hits[(Size) i * kreq + r], snapshot, fetch, slot);
-				/* fewer than k visible while the service had more: again */
-				q->more = (found[i] >= kreq);
 				if (q->nrows < b->k && q->more)
 					pend[nstill++] = pend[from + i];
 			}
