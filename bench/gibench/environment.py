@@ -32,7 +32,8 @@ def describe(conn, cluster):
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
         "os": _run(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
         "postgres": conn.execute("SELECT version()").fetchone()[0].split(" on ")[0],
-        "gpuindex_commit": _run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+        "gpuindex_commit": os.environ.get("BENCH_COMMIT")
+        or _run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
         "python": platform.python_version(),
         "numpy": numpy.__version__,
     }

@@ -13,7 +13,8 @@
 # Carried paths (ignored, from the Debian machine): .gpuhost/debs, .benchwheels (psycopg,
 # psycopg-binary for CPython 3.12), bench/.cache/src-trixie (pgvector's source).
 # Environment: BENCH_PYTHON [python3], BENCH_PG_PREFIX [/tmp/pg-sparse],
-# GPUINDEX_BENCH_DEVICE [cuda].
+# GPUINDEX_BENCH_DEVICE [cuda], BENCH_COMMIT (the commit to report, where the copy of
+# the checkout on the machine has no current .git).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -25,10 +26,12 @@ py=${BENCH_PYTHON:-python3}
 prefix=${BENCH_PG_PREFIX:-/tmp/pg-sparse}
 site=/tmp/gpuindex-sparse-site
 device=${GPUINDEX_BENCH_DEVICE:-cuda}
+stamp=/tmp/gpuindex-sparse-start
+touch "$stamp"
 
 {
 	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
-	echo "CPU: $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M:%S') UTC; commit $(git rev-parse --short HEAD 2>/dev/null)"
+	echo "CPU: $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M:%S') UTC; commit ${BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
 } | tee "$out/host.txt"
 "$py" -c 'import sys, numpy, scipy, matplotlib; print("python", sys.version.split()[0], "numpy", numpy.__version__, "scipy", scipy.__version__, "matplotlib", matplotlib.__version__)' 2>&1 |
 	tee -a "$out/host.txt" | grep -q '^python' ||
@@ -55,7 +58,8 @@ export BENCH_PYTHON=$py GPUINDEX_BENCH_DEVICE=$device PYTHONUNBUFFERED=1
 
 bash "$here/run.sh" --device "$device" "$@" 2>&1 | tee "$out/run.log"
 rc=${PIPESTATUS[0]}
-cp "$root"/docs/benchmarks/sparse-*.{md,csv,png} "$out/" 2>/dev/null
+# this run's results only (the device tool returns a few files)
+find "$root/docs/benchmarks" -maxdepth 1 -name 'sparse-*' -newer "$stamp" -exec cp {} "$out/" \;
 for f in /tmp/gpuindex-bench-sparse/server.log; do
 	[ -f "$f" ] && tail -c 1000000 "$f" >"$out/server.log"
 done
