@@ -48,8 +48,15 @@ class Cluster:
             return False
 
     def start(self, reuse=False):
+        """A fresh cluster; with reuse, the one already in the directory (started
+        again if its server is gone, e.g. kept from an earlier call): False then."""
         if reuse and self.running():
             return False
+        if reuse and (self.dir / "data" / "PG_VERSION").exists():
+            self._lib(f"as_pg \"pg_ctl -D '{self.dir}/data' -l '{self.dir}/server.log' "
+                      f"-w -t 600 start >/dev/null\"")
+            if self.running():
+                return False
         self.stop()
         subprocess.run(["rm", "-rf", str(self.dir)], check=True)
         lines = " ".join(shlex.quote(f"{k} = {v}") for k, v in self.conf.items())

@@ -531,8 +531,11 @@ def main():
     ap.add_argument("--dir", default=os.environ.get("BENCH_SPARSE_DIR", "/tmp/gpuindex-bench-sparse"))
     ap.add_argument("--tag", default="")
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--reuse", action="store_true",
+                    help="use the cluster in --dir and its table d when they are there (a "
+                         "run with --keep and --engines none loads a large set once)")
     a = ap.parse_args()
-    engines = [e.strip() for e in a.engines.split(",") if e.strip()]
+    engines = [e.strip() for e in a.engines.split(",") if e.strip() not in ("", "none")]
     for e in engines:
         if e not in ENGINES:
             raise SystemExit(f"unknown engine {e} ({', '.join(ENGINES)})")
@@ -548,7 +551,7 @@ def main():
     lits = sparsedata.literals(ds.queries)
 
     cl = Cluster(a.dir, a.port, device=a.device)
-    cl.start()
+    reused = not cl.start(reuse=a.reuse)
     conn = db.connect(cl)
     conn.execute("CREATE EXTENSION IF NOT EXISTS gpuindex")
     if "hnsw" in engines:
@@ -578,14 +581,26 @@ def main():
     state = {}
     try:
         t0 = time.perf_counter()
-        conn.execute(f"CREATE TABLE d (id bigint, v spvec({ds.dim})) "
-                     "WITH (autovacuum_enabled = off)")
-        secs = sparsedata.copy_into(conn, "d", ds)
-        conn.execute("VACUUM (ANALYZE, FREEZE) d")
-        heap_mb = relsize_mb(conn, "d")
-        log(f"bench: loaded {ds.n} rows into d in {secs:.1f} s (binary COPY), {heap_mb:.0f} MB")
-        rep.note(f"table d: {ds.n} rows, heap {heap_mb:.0f} MB, binary COPY {secs:.1f} s")
+        have = False
+        if reused and conn.execute("SELECT to_regclass('d') IS NOT NULL").fetchone()[0]:
+            have = conn.execute("SELECT count(*) FROM d").fetchone()[0] == ds.n
+        if have:
+            conn.execute("DROP INDEX IF EXISTS d_v_idx")
+            heap_mb = relsize_mb(conn, "d")
+            log(f"bench: table d of {ds.n} rows kept from an earlier run, {heap_mb:.0f} MB")
+            rep.note(f"table d: {ds.n} rows, heap {heap_mb:.0f} MB, kept from an earlier run (--reuse)")
+        else:
+            conn.execute("DROP TABLE IF EXISTS d")
+            conn.execute(f"CREATE TABLE d (id bigint, v spvec({ds.dim})) "
+                         "WITH (autovacuum_enabled = off)")
+            secs = sparsedata.copy_into(conn, "d", ds)
+            conn.execute("VACUUM (ANALYZE, FREEZE) d")
+            conn.execute("CHECKPOINT")
+            heap_mb = relsize_mb(conn, "d")
+            log(f"bench: loaded {ds.n} rows into d in {secs:.1f} s (binary COPY), {heap_mb:.0f} MB")
+            rep.note(f"table d: {ds.n} rows, heap {heap_mb:.0f} MB, binary COPY {secs:.1f} s")
         if "hnsw" in engines:
+            conn.execute("DROP TABLE IF EXISTS dv")
             conn.execute(f"CREATE TABLE dv (id bigint, v sparsevec({ds.dim})) "
                          "WITH (autovacuum_enabled = off)")
             sparsedata.copy_into(conn, "dv", ds)
