@@ -11,6 +11,7 @@
  *		headers) but runs on any x86 machine.
  *
  *	 make -C bench/store plan && bench/store/plan_bench.run [copy threads]
+ *	 (BENCH_N records; PLAN_ONLY_POSTINGS=1: only the posting lists' part)
  *
  * Before timing it checks itself: the copy helpers against memcpy, and the
  * planning against the host store (src/backend/host/host_store.c, linked in)
@@ -460,7 +461,8 @@ main(int argc, char **argv)
 {
 	uint32_t	N = getenv("BENCH_N") ? (uint32_t) atol(getenv("BENCH_N")) : 1000000;
 	uint32_t	L = getenv("BENCH_LISTS") ? (uint32_t) atol(getenv("BENCH_LISTS")) : 1024;
-	uint32_t	rb = 512;
+	bool		only_postings = getenv("PLAN_ONLY_POSTINGS") != NULL;
+	uint32_t	rb = only_postings ? 4 : 512;
 	uint32_t	B = 100000;
 	uint32_t   *lists = (uint32_t *) malloc(N * sizeof(uint32_t));
 	uint64_t   *keys = (uint64_t *) malloc(N * sizeof(uint64_t));
@@ -505,7 +507,7 @@ main(int argc, char **argv)
 	printf("self-check: copy helpers and planning agree with memcpy and the host store\n");
 	printf("copy helper threads: %d\n", gi_cu_copy_threads());
 
-	for (rep = 0; rep < (getenv("PLAN_ONLY_WINDOW") ? 0 : 3); rep++)
+	for (rep = 0; rep < (getenv("PLAN_ONLY_WINDOW") || only_postings ? 0 : 3); rep++)
 	{
 		s = mk(L, rb, GI_KEYS_UNIQUE);
 		t_plan = t_copy = t_patch = 0;
@@ -526,7 +528,7 @@ main(int argc, char **argv)
 		gi_cu_free_mirror(s);
 		delete s;
 	}
-	if (N >= 400000)
+	if (N >= 400000 && !only_postings)
 	{
 		uint32_t	W = 200000;
 		uint32_t	WB = 10000;
