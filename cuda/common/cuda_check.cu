@@ -282,7 +282,7 @@ gi_cu_check_impl(gi_store *s, char *err, size_t errlen)
 			return false;
 	}
 	else
-		GI_CK(s->pairs.call.count == 0 && s->pairs.kept.count == 0 &&
+		GI_CK(s->pairs.run.count == 0 && s->pairs.kept.count == 0 &&
 			  s->pairs.kept.cap == 0, "pairs kept without GI_KEYS_PER_LIST");
 
 	/* per-slot keys and ordinals on the device: those of the row living there */

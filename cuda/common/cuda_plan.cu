@@ -511,7 +511,7 @@ gi_cu_plan_insert(gi_store *s, const uint32_t *lists, const uint64_t *keys,
 			m[mi].row1 = row + 1;
 		}
 		if (mode == GI_KEYS_PER_LIST)
-			gi_pairs_added(&s->pairs, key, list, !found, NULL);
+			gi_pairs_added(&s->pairs, key, list, NULL);
 
 		plan[np].key = key;
 		plan[np].src = r - from;

@@ -8,9 +8,10 @@
  * backward-shift removal, load factor at most 1/2.  Each entry carries the
  * generation it was added in, and only entries of the set's current
  * generation are live: gi_pairset_clear empties the set in O(1) by
- * starting a new generation, which is what a per-call set needs.  How the
- * stores use two of these (one per insert call, one for the keys
- * re-inserted across calls) is in docs/architecture.md ("Key modes").
+ * starting a new generation, which is what a per-run set needs.  How the
+ * stores use two of these (one for the run of records of a key new to the
+ * store, one for the keys brought again later) is in docs/architecture.md
+ * ("Key modes").
  */
 #ifndef GI_PAIRSET_H
 #define GI_PAIRSET_H
@@ -235,36 +236,43 @@ gi_pairset_remove(gi_pairset *ps, uint64_t key, uint32_t list, uint64_t *steps)
 typedef uint32_t (*gi_pairs_list_fn) (const void *store, uint32_t row);
 
 /*
- * The pairs a store consults to skip a present (key, list) pair.  A key
- * new in this insert call has its pairs in `call`, marked by (key,
- * GI_PAIRSET_MARK); a key present before the call gets its pairs into
- * `kept` from its row chain the first time a call brings it again, and
- * keeps them there until it is deleted.  So a key is walked once in its
- * life however many calls bring it, and a store that is only loaded and
- * deleted from holds no pair at all.
+ * The pairs a store consults to skip a present (key, list) pair.  The
+ * records of a key absent from the store when its first record comes make
+ * a run: its pairs go to `run`, which is small (one key's records) and so
+ * stays in cache; the run lasts until a record of another absent key
+ * starts the next one or the insert call ends.  Any other key is present
+ * in the store: it gets its pairs into `kept` from its row chain the first
+ * time it comes again, and keeps them there until it is deleted.  So a key
+ * is walked once in its life however often it comes back, and a store
+ * that is only loaded (each row's records together) and deleted from
+ * holds no pair at all.
  */
 typedef struct gi_pairs
 {
-	gi_pairset	call;
+	gi_pairset	run;
 	gi_pairset	kept;
-	bool		in_call;		/* where gi_pairs_present found the key */
+	uint64_t	run_key;
+	bool		have_run;
+	bool		in_run;			/* where gi_pairs_present found the key */
 } gi_pairs;
 
-/* call sets above this many slots are given back at the end of a call */
-#define GI_PAIRS_CALL_KEEP 65536
+/* run sets above this many slots are given back at the end of a call */
+#define GI_PAIRS_RUN_KEEP 65536
 
 static inline void
 gi_pairs_init(gi_pairs *p, void *(*alloc) (size_t size))
 {
-	gi_pairset_init(&p->call, alloc);
+	gi_pairset_init(&p->run, alloc);
 	gi_pairset_init(&p->kept, alloc);
+	p->have_run = false;
 }
 
 static inline void
 gi_pairs_free(gi_pairs *p)
 {
-	gi_pairset_free(&p->call);
+	gi_pairset_free(&p->run);
 	gi_pairset_free(&p->kept);
+	p->have_run = false;
 }
 
 /*
@@ -281,13 +289,14 @@ gi_pairs_kept_cap_max(uint64_t limit, uint64_t rest)
 	return (limit - rest) / sizeof(gi_pairset_ent);
 }
 
-/* forget an insert call's pairs (when it ends); a large set is freed */
+/* end the run (an insert call ends); a large run set is freed */
 static inline void
 gi_pairs_reset_call(gi_pairs *p)
 {
-	if (p->call.cap > GI_PAIRS_CALL_KEEP)
-		gi_pairset_free(&p->call);
-	gi_pairset_clear(&p->call);
+	if (p->run.cap > GI_PAIRS_RUN_KEEP)
+		gi_pairset_free(&p->run);
+	gi_pairset_clear(&p->run);
+	p->have_run = false;
 }
 
 /*
@@ -308,12 +317,19 @@ gi_pairs_present(gi_pairs *p, uint64_t key, uint32_t list, uint32_t first,
 	uint64_t	cap;
 	uint32_t	row;
 
-	p->in_call = true;
+	p->in_run = true;
+	/* every row of the run's key came in this run: its pairs are all in run */
+	if (p->have_run && key == p->run_key)
+		return gi_pairset_has(&p->run, key, list, steps);
 	if (first == GI_NIL)
-		return 0;				/* an absent key owns no pair */
-	if (gi_pairset_has(&p->call, key, GI_PAIRSET_MARK, steps))
-		return gi_pairset_has(&p->call, key, list, steps);
-	p->in_call = false;
+	{
+		/* an absent key owns no pair: its records start a run */
+		gi_pairset_clear(&p->run);
+		p->run_key = key;
+		p->have_run = true;
+		return 0;
+	}
+	p->in_run = false;
 	if (!gi_pairset_has(&p->kept, key, GI_PAIRSET_MARK, steps))
 	{
 		for (row = first; row != GI_NIL; row = row_next[row])
@@ -347,24 +363,18 @@ gi_pairs_present(gi_pairs *p, uint64_t key, uint32_t list, uint32_t first,
 static inline int
 gi_pairs_reserve(gi_pairs *p, uint64_t kept_cap_max)
 {
-	if (p->in_call)
-		return gi_pairset_reserve(&p->call, 2) ? 0 : -1;
+	if (p->in_run)
+		return gi_pairset_reserve(&p->run, 1) ? 0 : -1;
 	if (gi_pairset_cap_for(&p->kept, 1) > kept_cap_max)
 		return -2;
 	return gi_pairset_reserve(&p->kept, 1) ? 0 : -1;
 }
 
-/*
- * The record (key, list) that gi_pairs_present just found absent went in;
- * new_key: its key was absent before it.
- */
+/* the record (key, list) that gi_pairs_present just found absent went in */
 static inline void
-gi_pairs_added(gi_pairs *p, uint64_t key, uint32_t list, bool new_key,
-			   uint64_t *steps)
+gi_pairs_added(gi_pairs *p, uint64_t key, uint32_t list, uint64_t *steps)
 {
-	if (new_key)
-		gi_pairset_put(&p->call, key, GI_PAIRSET_MARK, steps);
-	gi_pairset_put(p->in_call ? &p->call : &p->kept, key, list, steps);
+	gi_pairset_put(p->in_run ? &p->run : &p->kept, key, list, steps);
 }
 
 /* the key (first row first, rows still in place) is being deleted */
@@ -402,10 +412,10 @@ gi_pairs_check_begin(gi_pairs_check *c, const gi_pairs *p, uint64_t rows,
 {
 	gi_pairset_init(&c->all, NULL);
 	c->expect = 0;
-	if (p->call.count != 0)
+	if (p->run.count != 0 || p->have_run)
 	{
-		snprintf(err, errlen, "%llu pairs left from an insert call",
-				 (unsigned long long) p->call.count);
+		snprintf(err, errlen, "%llu pairs left from an insert call's run",
+				 (unsigned long long) p->run.count);
 		return false;
 	}
 	if (!gi_pairset_reserve(&c->all, rows + 1))

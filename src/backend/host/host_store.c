@@ -851,7 +851,7 @@ gi_host_insert_one(gi_store *s, uint32_t list, uint64_t key,
 		s->keymap.ents[mi].row = row;
 	}
 	if (per_list)
-		gi_pairs_added(&s->pairs, key, list, mi == GI_HOST_MAP_NONE, &s->steps);
+		gi_pairs_added(&s->pairs, key, list, &s->steps);
 	s->rows++;
 	s->inserts++;
 	*inserted = true;
@@ -1541,7 +1541,7 @@ gi_host_store_check(const gi_store *s, char *err, size_t errlen)
 
 	/* GI_KEYS_PER_LIST's pairs (gi_pairset.h); every other mode keeps none */
 	if (s->params.key_mode != GI_KEYS_PER_LIST)
-		GI_CHECK(s->pairs.call.count == 0 && s->pairs.kept.count == 0 &&
+		GI_CHECK(s->pairs.run.count == 0 && s->pairs.kept.count == 0 &&
 				 s->pairs.kept.cap == 0, "pairs kept without GI_KEYS_PER_LIST");
 	else
 	{
