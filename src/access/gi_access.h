@@ -73,7 +73,9 @@ extern void gi_store_replace(Relation index, GiLoadFn load);
  * keys[filling][n++] (at most GI_DELETE_SEND_MAX) and calls
  * gi_deletes_send, which returns while the service works, so that the
  * caller's pass over its pages goes on beside it; gi_deletes_finish sends
- * the rest and waits for all.  Keys go only after their pages changed.
+ * the rest and waits for all, and gi_deletes_abort (from the caller's
+ * PG_CATCH, or at the backend's exit) does the same for a failing pass.
+ * Keys go only after their pages changed.
  */
 #define GI_DELETE_SEND_MAX	(GI_SLOT_INLINE / sizeof(uint64))
 
@@ -90,6 +92,7 @@ typedef struct GiDeleteSender
 extern void gi_deletes_init(GiDeleteSender *ds, Relation index);
 extern void gi_deletes_send(GiDeleteSender *ds);
 extern void gi_deletes_finish(GiDeleteSender *ds);
+extern void gi_deletes_abort(GiDeleteSender *ds);
 
 /* ---- hot standbys: stores that follow WAL replay (gi_standby.c) ---- */
 

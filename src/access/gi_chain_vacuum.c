@@ -210,10 +210,20 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	gi_deletes_init(&ds, info->index);
-	for (uint32 list = 0; list < dir->nlists; list++)
-		vacuum_list(info, stats, callback, callback_state,
-					dir->locate(dir->arg, list), MAXALIGN(itemsz), &ds);
-	gi_deletes_finish(&ds);
+	PG_TRY();
+	{
+		for (uint32 list = 0; list < dir->nlists; list++)
+			vacuum_list(info, stats, callback, callback_state,
+						dir->locate(dir->arg, list), MAXALIGN(itemsz), &ds);
+		gi_deletes_finish(&ds);
+	}
+	PG_CATCH();
+	{
+		/* the keys of rows already gone from the pages still go */
+		gi_deletes_abort(&ds);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return stats;
 }
 

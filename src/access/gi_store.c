@@ -8,6 +8,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 
 #include "gi_access.h"
@@ -127,13 +128,33 @@ gi_store_replace(Relation index, GiLoadFn load)
 	}
 }
 
+/* the sender of this backend's VACUUM pass, for an exit in the middle of it */
+static GiDeleteSender *deletes_active = NULL;
+static bool deletes_hook_set = false;
+
+/* how long a failing pass waits for the service to take its keys */
+#define GI_DELETES_UNWIND_MS	30000
+
+static void
+deletes_at_exit(int code, Datum arg)
+{
+	if (deletes_active != NULL)
+		gi_deletes_abort(deletes_active);
+}
+
 void
 gi_deletes_init(GiDeleteSender *ds, Relation index)
 {
+	if (!deletes_hook_set)
+	{
+		before_shmem_exit(deletes_at_exit, (Datum) 0);
+		deletes_hook_set = true;
+	}
 	memset(ds, 0, sizeof(*ds));
 	ds->index = index;
 	ds->keys[0] = palloc(sizeof(uint64) * GI_DELETE_SEND_MAX);
 	ds->keys[1] = palloc(sizeof(uint64) * GI_DELETE_SEND_MAX);
+	deletes_active = ds;
 }
 
 /* wait for the keys in flight to be dropped */
@@ -180,6 +201,35 @@ gi_deletes_finish(GiDeleteSender *ds)
 {
 	gi_deletes_send(ds);
 	deletes_wait(ds);
+	deletes_active = NULL;
 	pfree(ds->keys[0]);
 	pfree(ds->keys[1]);
+}
+
+/*
+ * The pass fails (an error, a cancel, the backend's exit): the keys it took
+ * from the pages must still reach the store, and before the locks go, or
+ * a later VACUUM could let the heap reuse their TIDs first.  So wait for
+ * the request in flight, send the filled keys and wait for them too.
+ */
+void
+gi_deletes_abort(GiDeleteSender *ds)
+{
+	GiCall		call;
+
+	deletes_active = NULL;
+	if (gi_shared == NULL)
+		return;
+	memset(&call, 0, sizeof(call));
+	call.type = GI_REQ_DELETE;
+	call.key = gi_store_key(ds->index);
+	call.args.relfilenode = gi_store_relfilenode(ds->index);
+	call.args.n = ds->n;
+	call.in = ds->keys[ds->filling];
+	call.in_size = (Size) ds->n * sizeof(uint64);
+	if (!gi_call_unwinding(ds->n > 0 ? &call : NULL, GI_DELETES_UNWIND_MS))
+		elog(LOG, "gpuindex: VACUUM of index \"%s\" failed and could not hand %u removed keys to the device service",
+			 RelationGetRelationName(ds->index), ds->n);
+	ds->n = 0;
+	ds->in_flight = false;
 }

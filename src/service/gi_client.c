@@ -297,6 +297,54 @@ gi_call_begin(GiCall *call)
 }
 
 /*
+ * Wait until the slot's request is answered and make the slot idle, at
+ * most timeout_ms, without processing interrupts: for a backend that errors
+ * out or exits (nothing here throws).  False when it gave up.
+ */
+static bool
+unwinding_wait_done(GiSlot *slot, int timeout_ms)
+{
+	for (int waited = 0;; waited++)
+	{
+		GiSlotState st;
+
+		SpinLockAcquire(&slot->mutex);
+		st = slot->state;
+		if (st == GI_SLOT_DONE)
+			slot->state = st = GI_SLOT_IDLE;
+		SpinLockRelease(&slot->mutex);
+		if (st == GI_SLOT_IDLE)
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		pg_usleep(1000L);
+	}
+}
+
+bool
+gi_call_unwinding(const GiCall *call, int timeout_ms)
+{
+	GiSlot	   *slot;
+
+	if (gi_shared == NULL || MyProc == NULL)
+		return false;
+	slot = my_slot();
+	if (!unwinding_wait_done(slot, timeout_ms))
+		return false;
+	if (call == NULL)
+		return true;
+	Assert(call->in_size <= GI_SLOT_INLINE && call->out_capacity <= GI_SLOT_INLINE);
+	slot->dsm = DSM_HANDLE_INVALID;
+	slot->capacity = GI_SLOT_INLINE;
+	if (call->in_size > 0)
+		memcpy(slot->buf, call->in, call->in_size);
+	queue_request(slot, call);
+	if (!unwinding_wait_done(slot, timeout_ms))
+		return false;
+	return true;
+}
+
+/*
  * An error while waiting here leaves the request queued: the service
  * still runs it, and this backend's next request waits until it has.
  */

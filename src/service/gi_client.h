@@ -75,6 +75,15 @@ extern void gi_call(GiCall *call);
 extern void gi_call_begin(GiCall *call);
 extern void gi_call_end(GiCall *call);
 
+/*
+ * For a backend that errors out or exits with work the service must still
+ * do: wait for this backend's request in flight to be answered, then send
+ * call (NULL: none; payload in the slot) and wait for its answer, without
+ * processing interrupts and without throwing, at most timeout_ms for each
+ * wait.  False when it gave up (no service answered).
+ */
+extern bool gi_call_unwinding(const GiCall *call, int timeout_ms);
+
 /* convenience: a call with no payload in either direction */
 extern GiReply gi_call_simple(GiReqType type, const GiStoreKey *key,
 							  const GiReqArgs *args, GiRespArgs *rargs);

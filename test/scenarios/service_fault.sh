@@ -105,26 +105,40 @@ check "the server log says why the service restarted" $restarts \
 check "the unknown fault is refused" "ERROR:  unknown fault \"nope\"" \
 	"$(q "SELECT gpuindex_debug_fault('nope')" | head -1)"
 
-# a VACUUM cancelled while the service drops its rows' keys: the pages
-# lost the rows already, so the service must still drop them
+# A VACUUM cancelled while the service drops its rows' keys: the pages lost
+# those rows already, so the store must lose them too, before the heap can
+# reuse their TIDs.  First with one request of keys out (fewer than 2,048
+# dead rows), then with a request out and the next one filled (about 6,000).
 store_rows() { q "SELECT rows FROM gpuindex_store_stats() WHERE index_name = 't_v'"; }
+cancelled_vacuum() {
+	q "SELECT gpuindex_debug_fault('stall')" >/dev/null &
+	local stall=$!
+	sleep 0.5
+	out=$(cluster_psql "$dir" $port -At -c "SET statement_timeout = '500ms'" \
+		-c "VACUUM (INDEX_CLEANUP ON) t" 2>&1)
+	wait $stall
+	echo "$out" | grep ERROR
+}
 answers >/dev/null
 q "DELETE FROM t WHERE id % 6 = 0" >/dev/null
-q "SELECT gpuindex_debug_fault('stall')" >/dev/null &
-stall=$!
-sleep 0.5
-out=$(cluster_psql "$dir" $port -At -c "SET statement_timeout = '500ms'" \
-	-c "VACUUM (INDEX_CLEANUP ON) t" 2>&1)
 check "a VACUUM waiting for a stalled service is cancelled" \
-	"ERROR:  canceling statement due to statement timeout" "$(echo "$out" | grep ERROR)"
-wait $stall
+	"ERROR:  canceling statement due to statement timeout" "$(cancelled_vacuum)"
 check "the cancelled VACUUM's rows still left the store" \
 	"$(q "SELECT count(*) FROM t")" "$(store_rows)"
-q "VACUUM (INDEX_CLEANUP ON) t;
-   INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
-   FROM generate_series(3001, 3500) i" >/dev/null
+q "INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
+   FROM generate_series(20001, 29000) i" >/dev/null
+q "DELETE FROM t WHERE id % 2 = 0" >/dev/null
+check "a VACUUM of 6,000 dead rows waiting for a stalled service is cancelled" \
+	"ERROR:  canceling statement due to statement timeout" "$(cancelled_vacuum)"
+q "VACUUM (INDEX_CLEANUP ON) t" >/dev/null
+check "... and after the next VACUUM the store holds exactly the live rows" \
+	"$(q "SELECT count(*) FROM t")" "$(store_rows)"
+q "INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, 8) WHERE i > 0)
+   FROM generate_series(30001, 36000) i" >/dev/null
 check "rows in the dead rows' places: index = sequential scan" "$(seq_answers)" "$(answers)"
 check "... and the store holds every row" "$(q "SELECT count(*) FROM t")" "$(store_rows)"
+check "... that is, $(q "SELECT count(*) FROM t WHERE id > 30000") new rows" 6000 \
+	"$(q "SELECT count(*) FROM t WHERE id > 30000")"
 
 echo "service fault: $TESTS_PASSED passed, $TESTS_FAILED failed"
 [ "$TESTS_FAILED" = 0 ]
