@@ -50,11 +50,19 @@ class Cluster:
     def start(self, reuse=False):
         """A fresh cluster; with reuse, the one already in the directory (started
         again if its server is gone, e.g. kept from an earlier call): False then."""
-        if reuse and self.running():
-            return False
         if reuse and (self.dir / "data" / "PG_VERSION").exists():
-            self._lib(f"as_pg \"pg_ctl -D '{self.dir}/data' -l '{self.dir}/server.log' "
-                      f"-w -t 600 start >/dev/null\"")
+            # this run's settings (appended: the last line wins) and this run's
+            # gpuindex library: the server starts again either way
+            with open(self.dir / "data" / "postgresql.conf", "a") as f:
+                f.write(f"port = {self.port}\n")
+                for k, v in self.conf.items():
+                    f.write(f"{k} = {v}\n")
+            mode = "restart -m fast" if self.running() else "start"
+            try:
+                self._lib(f"as_pg \"pg_ctl -D '{self.dir}/data' -l '{self.dir}/server.log' "
+                          f"-w -t 600 {mode} >/dev/null\"")
+            except subprocess.CalledProcessError:
+                pass
             if self.running():
                 return False
         self.stop()

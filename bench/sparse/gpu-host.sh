@@ -60,7 +60,7 @@ bash "$here/run.sh" --device "$device" "$@" 2>&1 | tee "$out/run.log"
 rc=${PIPESTATUS[0]}
 # this run's results only (the device tool returns a few files)
 find "$root/docs/benchmarks" -maxdepth 1 -name 'sparse-*' -newer "$stamp" -exec cp {} "$out/" \;
-for f in /tmp/gpuindex-bench-sparse/server.log; do
+for f in "${BENCH_SPARSE_DIR:-/tmp/gpuindex-bench-sparse}/server.log"; do
 	[ -f "$f" ] && tail -c 1000000 "$f" >"$out/server.log"
 done
 echo "run.sh exit $rc" | tee -a "$out/host.txt"

@@ -298,6 +298,10 @@ def relsize_mb(conn, rel):
     return db.scalar(conn, "SELECT pg_relation_size(%s::regclass)", (rel,)) / 2**20
 
 
+def sql_literal(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
 def run_gpusparse(cl, ds, judge, lits, a, rep, budget, state):
     conn = db.connect(cl, jit="off")
     if state.get("kept_index"):
@@ -536,8 +540,10 @@ def main():
     ap.add_argument("--tag", default="")
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     ap.add_argument("--reuse", action="store_true",
-                    help="use the cluster in --dir and its table d when they are there (a "
-                         "run with --keep and --engines none loads a large set once)")
+                    help="use the cluster in --dir and its table d when they hold this set (a "
+                         "run with --keep and --engines none loads a large set once); the server "
+                         "restarts with this run's settings and library, so a kept index is "
+                         "loaded again by its first search")
     a = ap.parse_args()
     engines = [e.strip() for e in a.engines.split(",") if e.strip() not in ("", "none")]
     for e in engines:
@@ -585,9 +591,12 @@ def main():
     state = {}
     try:
         t0 = time.perf_counter()
+        # the kept table must hold this very set (name, size, seed, dimension)
+        ident = json.dumps({k: ds.stats.get(k) for k in ("name", "docs", "seed", "dim", "postings")},
+                           sort_keys=True)
         have = False
         if reused and conn.execute("SELECT to_regclass('d') IS NOT NULL").fetchone()[0]:
-            have = conn.execute("SELECT count(*) FROM d").fetchone()[0] == ds.n
+            have = conn.execute("SELECT obj_description('d'::regclass, 'pg_class')").fetchone()[0] == ident
         if have:
             # a valid index a killed run left building is kept: its build is the slow part
             state["kept_index"] = conn.execute(
@@ -604,6 +613,7 @@ def main():
                          "WITH (autovacuum_enabled = off)")
             secs = sparsedata.copy_into(conn, "d", ds)
             conn.execute("VACUUM (ANALYZE, FREEZE) d")
+            conn.execute(f"COMMENT ON TABLE d IS {sql_literal(ident)}")
             conn.execute("CHECKPOINT")
             heap_mb = relsize_mb(conn, "d")
             log(f"bench: loaded {ds.n} rows into d in {secs:.1f} s (binary COPY), {heap_mb:.0f} MB")
