@@ -157,6 +157,19 @@ gi_deletes_init(GiDeleteSender *ds, Relation index)
 	deletes_active = ds;
 }
 
+/* the request that sends the filled keys */
+static void
+deletes_call(const GiDeleteSender *ds, GiCall *call)
+{
+	memset(call, 0, sizeof(*call));
+	call->type = GI_REQ_DELETE;
+	call->key = gi_store_key(ds->index);
+	call->args.relfilenode = gi_store_relfilenode(ds->index);
+	call->args.n = ds->n;
+	call->in = ds->keys[ds->filling];
+	call->in_size = (Size) ds->n * sizeof(uint64);
+}
+
 /* wait for the keys in flight to be dropped */
 static void
 deletes_wait(GiDeleteSender *ds)
@@ -182,13 +195,7 @@ gi_deletes_send(GiDeleteSender *ds)
 		ds->n = 0;
 		return;
 	}
-	memset(&ds->call, 0, sizeof(ds->call));
-	ds->call.type = GI_REQ_DELETE;
-	ds->call.key = gi_store_key(ds->index);
-	ds->call.args.relfilenode = gi_store_relfilenode(ds->index);
-	ds->call.args.n = ds->n;
-	ds->call.in = ds->keys[ds->filling];
-	ds->call.in_size = (Size) ds->n * sizeof(uint64);
+	deletes_call(ds, &ds->call);
 	gi_call_begin(&ds->call);
 	ds->in_flight = true;
 	ds->filling = 1 - ds->filling;
@@ -220,13 +227,7 @@ gi_deletes_abort(GiDeleteSender *ds)
 	deletes_active = NULL;
 	if (gi_shared == NULL)
 		return;
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_DELETE;
-	call.key = gi_store_key(ds->index);
-	call.args.relfilenode = gi_store_relfilenode(ds->index);
-	call.args.n = ds->n;
-	call.in = ds->keys[ds->filling];
-	call.in_size = (Size) ds->n * sizeof(uint64);
+	deletes_call(ds, &call);
 	if (!gi_call_unwinding(ds->n > 0 ? &call : NULL, GI_DELETES_UNWIND_MS))
 		elog(LOG, "gpuindex: VACUUM of index \"%s\" failed and could not hand %u removed keys to the device service",
 			 RelationGetRelationName(ds->index), ds->n);

@@ -39,20 +39,25 @@ my_slot(void)
  * Wait until an earlier, abandoned request of ours is out of the service's
  * hands.  Usually the slot is idle already.
  */
+/* whether the slot is idle now (an answer nobody will read released) */
+static bool
+slot_settled(GiSlot *slot)
+{
+	GiSlotState st;
+
+	SpinLockAcquire(&slot->mutex);
+	st = slot->state;
+	if (st == GI_SLOT_DONE)
+		slot->state = st = GI_SLOT_IDLE;
+	SpinLockRelease(&slot->mutex);
+	return st == GI_SLOT_IDLE;
+}
+
 static void
 wait_slot_idle(GiSlot *slot)
 {
-	for (;;)
+	while (!slot_settled(slot))
 	{
-		GiSlotState st;
-
-		SpinLockAcquire(&slot->mutex);
-		st = slot->state;
-		if (st == GI_SLOT_DONE)
-			slot->state = st = GI_SLOT_IDLE;
-		SpinLockRelease(&slot->mutex);
-		if (st == GI_SLOT_IDLE)
-			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -143,6 +148,18 @@ queue_request(GiSlot *slot, const GiCall *call)
 	slot->state = GI_SLOT_QUEUED;
 	SpinLockRelease(&slot->mutex);
 	gi_wake_service();
+}
+
+/* queue call in the idle slot with its payload (if any) in the slot's buffer */
+static void
+queue_inline(GiSlot *slot, const GiCall *call)
+{
+	Assert(call->in_size <= GI_SLOT_INLINE && call->out_capacity <= GI_SLOT_INLINE);
+	slot->dsm = DSM_HANDLE_INVALID;
+	slot->capacity = GI_SLOT_INLINE;
+	if (call->in_size > 0)
+		memcpy(slot->buf, call->in, call->in_size);
+	queue_request(slot, call);
 }
 
 GiSearchTimes gi_last_search;
@@ -289,11 +306,7 @@ gi_call_begin(GiCall *call)
 			 (size_t) Max(call->in_size, call->out_capacity), GI_SLOT_INLINE);
 	slot = my_slot();
 	wait_slot_idle(slot);
-	slot->dsm = DSM_HANDLE_INVALID;
-	slot->capacity = GI_SLOT_INLINE;
-	if (call->in_size > 0)
-		memcpy(slot->buf, call->in, call->in_size);
-	queue_request(slot, call);
+	queue_inline(slot, call);
 }
 
 /*
@@ -304,21 +317,13 @@ gi_call_begin(GiCall *call)
 static bool
 unwinding_wait_done(GiSlot *slot, int timeout_ms)
 {
-	for (int waited = 0;; waited++)
+	for (int waited = 0; !slot_settled(slot); waited++)
 	{
-		GiSlotState st;
-
-		SpinLockAcquire(&slot->mutex);
-		st = slot->state;
-		if (st == GI_SLOT_DONE)
-			slot->state = st = GI_SLOT_IDLE;
-		SpinLockRelease(&slot->mutex);
-		if (st == GI_SLOT_IDLE)
-			return true;
 		if (waited >= timeout_ms)
 			return false;
 		pg_usleep(1000L);
 	}
+	return true;
 }
 
 bool
@@ -333,15 +338,8 @@ gi_call_unwinding(const GiCall *call, int timeout_ms)
 		return false;
 	if (call == NULL)
 		return true;
-	Assert(call->in_size <= GI_SLOT_INLINE && call->out_capacity <= GI_SLOT_INLINE);
-	slot->dsm = DSM_HANDLE_INVALID;
-	slot->capacity = GI_SLOT_INLINE;
-	if (call->in_size > 0)
-		memcpy(slot->buf, call->in, call->in_size);
-	queue_request(slot, call);
-	if (!unwinding_wait_done(slot, timeout_ms))
-		return false;
-	return true;
+	queue_inline(slot, call);
+	return unwinding_wait_done(slot, timeout_ms);
 }
 
 /*
@@ -387,9 +385,7 @@ gi_queue_nowait(const GiCall *call)
 	gi_require_service();
 	slot = my_slot();
 	wait_slot_idle(slot);
-	slot->dsm = DSM_HANDLE_INVALID;
-	slot->capacity = GI_SLOT_INLINE;
-	queue_request(slot, call);
+	queue_inline(slot, call);
 }
 
 void
