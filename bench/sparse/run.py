@@ -39,6 +39,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+from psycopg import sql as psql
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -296,10 +297,6 @@ def plan(conn, sql, lit):
 
 def relsize_mb(conn, rel):
     return db.scalar(conn, "SELECT pg_relation_size(%s::regclass)", (rel,)) / 2**20
-
-
-def sql_literal(text):
-    return "'" + text.replace("'", "''") + "'"
 
 
 def run_gpusparse(cl, ds, judge, lits, a, rep, budget, state):
@@ -613,7 +610,7 @@ def main():
                          "WITH (autovacuum_enabled = off)")
             secs = sparsedata.copy_into(conn, "d", ds)
             conn.execute("VACUUM (ANALYZE, FREEZE) d")
-            conn.execute(f"COMMENT ON TABLE d IS {sql_literal(ident)}")
+            conn.execute(psql.SQL("COMMENT ON TABLE d IS {}").format(psql.Literal(ident)))
             conn.execute("CHECKPOINT")
             heap_mb = relsize_mb(conn, "d")
             log(f"bench: loaded {ds.n} rows into d in {secs:.1f} s (binary COPY), {heap_mb:.0f} MB")
