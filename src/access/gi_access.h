@@ -200,11 +200,13 @@ extern void gi_remember_built(Relation index);
 
 #define GI_METAPAGE_BLKNO	0
 
-/* page kinds (GiPageOpaqueData.flags); bit 1 and bits 5-15 are the AM's */
+/* page kinds (GiPageOpaqueData.flags); bit 1 and bits 6-15 are the AM's */
 #define GI_PAGE_META		(1 << 0)
 #define GI_PAGE_DATA		(1 << 2)	/* a page of a list's chain */
 #define GI_PAGE_DELETED		(1 << 3)	/* unlinked from its chain by VACUUM */
 #define GI_PAGE_IDLE		(1 << 4)	/* empty at the last VACUUM */
+#define GI_PAGE_SETTLED		(1 << 5)	/* metapage: no deleted page waits for
+										 * the free space map */
 
 /* the special space of every page of a gpuindex index */
 typedef struct GiPageOpaqueData

@@ -14,12 +14,16 @@
  * space map, where any list takes it before the relation is extended.
  * Keys go to the store after the pages changed and before ambulkdelete
  * returns, i.e. before the heap can reuse the TIDs; the service drops
- * one batch while the pass goes on over the next pages.
+ * one batch while the pass goes on over the next pages.  The metapage's
+ * GI_PAGE_SETTLED says that no deleted page waits for the free space map,
+ * so that the cleanup pass need not read every page to find one.
  */
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
 #include "access/transam.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
 #include "commands/vacuum.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
@@ -30,6 +34,67 @@
 /* a page's keys fit one request */
 StaticAssertDecl(MaxOffsetNumber <= GI_DELETE_SEND_MAX,
 				 "a page holds more items than a delete request takes keys");
+
+/* set or clear the metapage's GI_PAGE_SETTLED (no other lock held) */
+static void
+meta_set_settled(Relation index, bool settled)
+{
+	Buffer		buf = ReadBuffer(index, GI_METAPAGE_BLKNO);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	if (((GiPageGetOpaque(page)->flags & GI_PAGE_SETTLED) != 0) != settled)
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+
+		page = gi_xlog_register(state, buf);
+		if (settled)
+			GiPageGetOpaque(page)->flags |= GI_PAGE_SETTLED;
+		else
+			GiPageGetOpaque(page)->flags &= ~GI_PAGE_SETTLED;
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
+}
+
+static bool
+meta_settled(Relation index)
+{
+	Buffer		buf = ReadBuffer(index, GI_METAPAGE_BLKNO);
+	bool		settled;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	settled = (GiPageGetOpaque(BufferGetPage(buf))->flags & GI_PAGE_SETTLED) != 0;
+	UnlockReleaseBuffer(buf);
+	return settled;
+}
+
+/*
+ * Remove the items deletable[] from the exclusively locked page.  A page
+ * changed for the first time since the last checkpoint is logged whole
+ * anyway, so it is changed in place and logged as a full image, which
+ * spares the generic record's copies of it.
+ */
+static void
+delete_items(Relation index, Buffer buf, OffsetNumber *deletable, int ndeletable)
+{
+	if (RelationNeedsWAL(index) && XLogCheckBufferNeedsBackup(buf))
+	{
+		START_CRIT_SECTION();
+		PageIndexMultiDelete(BufferGetPage(buf), deletable, ndeletable);
+		MarkBufferDirty(buf);
+		log_newpage_buffer(buf, true);
+		END_CRIT_SECTION();
+	}
+	else
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+
+		PageIndexMultiDelete(GenericXLogRegisterBuffer(state, buf, 0), deletable, ndeletable);
+		GenericXLogFinish(state);
+	}
+}
 
 /*
  * Unlink the empty data page blkno from its list's chain, where prevblk
@@ -129,6 +194,9 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			maxoff = PageGetMaxOffsetNumber(page);
 		}
 
+		/* the items' heap TIDs are far apart: ask for all of them at once */
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
 			ItemPointer heaptid = (ItemPointer) PageGetItem(page, PageGetItemId(page, off));
@@ -144,12 +212,7 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 		if (ndeletable > 0)
 		{
-			GenericXLogState *state = GenericXLogStart(index);
-
-			page = gi_xlog_register(state, buf);
-			PageIndexMultiDelete(page, deletable, ndeletable);
-			GenericXLogFinish(state);
-			page = BufferGetPage(buf);	/* the copy above is gone */
+			delete_items(index, buf, deletable, ndeletable);
 			stats->tuples_removed += ndeletable;
 		}
 
@@ -174,6 +237,9 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		 * store; unlinking an empty page changes no item, so it need not
 		 * wait for that.
 		 */
+		if (empty && idle && BlockNumberIsValid(prevblk) &&
+			stats->pages_newly_deleted == 0)
+			meta_set_settled(index, false); /* before the first deletion */
 		if (empty && idle && BlockNumberIsValid(prevblk) &&
 			unlink_empty_page(index, ref, prevblk, blkno, &next))
 		{
@@ -231,13 +297,15 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
  * amvacuumcleanup: pages deleted by earlier VACUUMs (this one's are not
  * recyclable yet: our own snapshot is older) go to the free space map.
  * Deleted pages are in no chain, so this looks at every page but the
- * metapage.
+ * metapage, unless the metapage says that none waits.  A scan that leaves
+ * none waiting says so on the metapage.
  */
 IndexBulkDeleteResult *
 gi_lists_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	Relation	index = info->index;
 	BlockNumber nblocks;
+	BlockNumber waiting = 0;
 
 	if (info->analyze_only)
 		return stats;
@@ -255,6 +323,10 @@ gi_lists_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	LockRelationForExtension(index, ExclusiveLock);
 	nblocks = RelationGetNumberOfBlocks(index);
 	UnlockRelationForExtension(index, ExclusiveLock);
+	stats->num_pages = nblocks;
+	stats->estimated_count = false;
+	if (meta_settled(index))
+		return stats;
 	for (BlockNumber blkno = GI_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
 	{
 		Buffer		buf;
@@ -265,19 +337,20 @@ gi_lists_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 								 info->strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (!PageIsNew(page) &&
-			(GiPageGetOpaque(page)->flags & GI_PAGE_DELETED))
-			stats->pages_deleted++;
 		if (gi_page_recyclable(page))
 		{
 			RecordFreeIndexPage(index, blkno);
 			stats->pages_free++;
 		}
+		else if (GiPageGetOpaque(page)->flags & GI_PAGE_DELETED)
+			waiting++;
+		if (!PageIsNew(page) &&
+			(GiPageGetOpaque(page)->flags & GI_PAGE_DELETED))
+			stats->pages_deleted++;
 		UnlockReleaseBuffer(buf);
 	}
 	IndexFreeSpaceMapVacuum(index);
-
-	stats->num_pages = nblocks;
-	stats->estimated_count = false;
+	if (waiting == 0)
+		meta_set_settled(index, true);
 	return stats;
 }
