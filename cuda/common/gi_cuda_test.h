@@ -148,6 +148,15 @@ typedef void (*gi_cuda_sparse_set_slab_order_fn) (int mode);
 #define GI_CUDA_SPARSE_SET_SLAB_ORDER "gi_cuda_sparse_set_slab_order"
 
 /*
+ * Sparse kind, counting path: 1 always counts in tiles of shared memory
+ * (band ordinals a block, 0 the default width), 0 never, -1 the default
+ * (when the lists' slabs follow their ordinals closely enough).  Tests
+ * force both, with narrow bands.  Process-wide.
+ */
+typedef void (*gi_cuda_sparse_set_count_tiles_fn) (int mode, uint32_t band);
+#define GI_CUDA_SPARSE_SET_COUNT_TILES "gi_cuda_sparse_set_count_tiles"
+
+/*
  * Sparse kind: what the store's last search did.  on = 1 times the phases
  * (a synchronisation between them), 0 stops, -1 leaves it (process-wide).
  * out[0] the method (1 term-parallel, 2 document-parallel, 3 counting),
@@ -156,9 +165,10 @@ typedef void (*gi_cuda_sparse_set_slab_order_fn) (int mode);
  * postings of the union of the batch's terms, [5] directory build ms, [6]
  * scoring ms, [7] candidates, selection and ordering ms, [8] the whole
  * search ms, [9] counting path: queries whose ties overflowed the
- * candidates and went by the term path.
+ * candidates and went by the term path, [10] counting path: ordinals a
+ * tiled block counted (0: the plain scatter).
  */
-#define GI_CUDA_SPARSE_PROFILE_N 10
+#define GI_CUDA_SPARSE_PROFILE_N 11
 typedef gi_status (*gi_cuda_sparse_profile_fn) (gi_store *store, int on, double *out,
 												uint32_t nout);
 #define GI_CUDA_SPARSE_PROFILE "gi_cuda_sparse_profile"

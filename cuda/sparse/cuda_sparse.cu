@@ -38,7 +38,16 @@
 
 static size_t gi_sp_budget_override;	/* test hook; 0: the default */
 static int	gi_sp_slab_order = -1;	/* test hook; -1: the default */
+static int	gi_sp_tiles = -1;	/* test hook; -1: the default */
+static uint32_t gi_sp_tile_band;	/* test hook; 0: gi_sp_band_ords */
 static int	gi_sp_profiling;
+
+/*
+ * The counting path counts in tiles while a band's blocks would read each
+ * slab of the lists at most this many times on average (slabs straddle
+ * bands; deletes and reuse widen them), else by the plain scatter.
+ */
+#define GI_SP_TILE_READS_MAX 1.5
 
 extern "C" void
 gi_cuda_sparse_set_budget(size_t bytes)
@@ -50,6 +59,13 @@ extern "C" void
 gi_cuda_sparse_set_slab_order(int mode)
 {
 	gi_sp_slab_order = mode;
+}
+
+extern "C" void
+gi_cuda_sparse_set_count_tiles(int mode, uint32_t band)
+{
+	gi_sp_tiles = mode;
+	gi_sp_tile_band = band;
 }
 
 static double
@@ -75,6 +91,7 @@ gi_cu_sparse_free(gi_store *s, void *kstate)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		gi_cu_buf_free(bufs[i]);
 	gi_cu_slabdir_free(&sp->dir);
+	gi_cu_sp_bands_free(sp);
 	gi_cu_pinned_free(&sp->p_up);
 	gi_cu_pinned_free(&sp->p_res);
 	free(sp->h_q.p);
@@ -299,6 +316,7 @@ struct gi_sp_plan
 	uint32_t	kr;				/* min(k, span): winners per range */
 	uint32_t	nsub;			/* queries per sub-batch at most */
 	bool		by_slab;		/* term path: units by term and query block, slab order */
+	uint32_t	band;			/* counting path: ordinals a tiled block counts (0: scatter) */
 	size_t		budget;
 };
 
@@ -957,8 +975,8 @@ gi_sp_run_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_plan *pl, const gi_sp
 
 	GI_CU_TRY(cudaMemsetAsync(fcnt, 0, (size_t) pl->nsub * sizeof(uint32_t), s->ss));
 	st = gi_cu_sp_count(s, sp, b->units, b->prefix, b->nu, b->nchunks, b->pairs, b->n, pl->H,
-						pl->maxc, k, pl->cap, (uint32_t *) sp->s_cd.p, (uint64_t *) sp->s_ck.p,
-						cnt, over);
+						pl->maxc, k, pl->cap, pl->band, (uint32_t *) sp->s_cd.p,
+						(uint64_t *) sp->s_ck.p, cnt, over);
 	if (st != GI_OK)
 		return st;
 	if (gi_sp_profiling)
@@ -1182,8 +1200,14 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 		pl.kf = k < pl.H ? k : pl.H;
 		pl.budget = gi_sp_budget();
 		st = gi_sp_count_plan(sp, &pl, nq);
+		if (st == GI_OK && gi_sp_tiles != 0)
+			st = gi_cu_sp_bands_update(s, sp);
 		if (st != GI_OK)
 			return st;
+		if (gi_sp_tiles == 1 ||
+			(gi_sp_tiles < 0 && sp->b_reads[gi_sp_count_bits(pl.maxc) == 16] <= GI_SP_TILE_READS_MAX))
+			pl.band = gi_sp_tile_band ? gi_sp_tile_band : gi_sp_band_ords(gi_sp_count_bits(pl.maxc));
+		sp->prof[10] = pl.band;
 		over = (uint8_t *) calloc(nq, 1);
 		if (over == NULL)
 		{

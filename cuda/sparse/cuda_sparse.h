@@ -102,6 +102,16 @@ struct gi_cu_sparse
 	gi_cu_hbuf	h_foff;			/* document path: offsets for range splits */
 	gi_cu_hbuf	h_units;		/* term path: units being put in block order */
 
+	/* the counting path's bands (cuda_sparse_bands.cu), rebuilt with the directory */
+	bool		b_valid;
+	uint64_t	b_gen;			/* dir.gen at the build */
+	double		b_reads[2];		/* slab reads per slab, bands of 8- and 16-bit counters */
+	gi_cu_buf	b_dir;			/* [nslabs] a list's slabs by their smallest ordinal */
+	gi_cu_buf	b_min;			/* [nslabs] that ordinal (UINT32_MAX: no live slot) */
+	gi_cu_buf	b_span;			/* [nslabs] the widest (max - min) of the entry's list */
+	gi_cu_buf	b_tmp;			/* keys before the sort, per-list widths, CUB scratch */
+	gi_cu_hbuf	h_span;			/* [nlists] host copy of the widths */
+
 	/* the last search, for the benchmark hook */
 	double		prof[GI_CUDA_SPARSE_PROFILE_N];
 };
@@ -229,7 +239,28 @@ gi_sp_count_words(uint32_t H, uint32_t maxc)
 extern gi_status gi_cu_sp_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
 								const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
 								const gi_sp_qw *pairs, uint32_t nsub, uint32_t H, uint32_t maxc,
-								uint32_t k, uint32_t cap, uint32_t *cd, uint64_t *ck,
-								uint32_t *cnt, uint32_t **over);
+								uint32_t k, uint32_t cap, uint32_t band, uint32_t *cd,
+								uint64_t *ck, uint32_t *cnt, uint32_t **over);
+
+/* ordinals a band of the tiled count holds: 64 KiB of 8- or 16-bit counters */
+static inline uint32_t
+gi_sp_band_ords(uint32_t bits)
+{
+	return bits == 8 ? 65536u : 32768u;
+}
+
+/* ---- cuda_sparse_bands.cu ---- */
+
+/*
+ * The counting path's bands: each list's slabs sorted by their smallest
+ * live key ordinal, that ordinal, and the list's widest slab, so that a
+ * block counting the ordinals [lo, hi) of a query in shared memory finds
+ * every slab of a list that may hold one by two binary searches (minimum
+ * in [lo - widest, hi)).  Rebuilt after the directory (the caller has
+ * updated it); b_reads[i] is the slabs such blocks read per slab in the
+ * lists, for bands of gi_sp_band_ords(8 << i) ordinals.
+ */
+extern gi_status gi_cu_sp_bands_update(gi_store *s, gi_cu_sparse *sp);
+extern void gi_cu_sp_bands_free(gi_cu_sparse *sp);
 
 #endif							/* GI_CUDA_SPARSE_H */

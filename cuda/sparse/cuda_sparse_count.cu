@@ -11,7 +11,15 @@
  *		as the candidates of the exact selection (cuda_sparse_topk.cu).
  *		cuda/README.md, "The counting path", says why there is no hash
  *		table of candidates.
+ *
+ * The counters are counted either by a scatter into global memory (an
+ * atomic in the L2 per record) or, tiled, a block per query and band of
+ * ordinals in shared memory, which finds the slabs of the band through
+ * the lists' bands (cuda_sparse_bands.cu), writes the band's words out
+ * and adds the band to the ZipperArray itself.
  */
+#include <cub/block/block_scan.cuh>
+
 #include "cuda_sparse_cand.cuh"
 #include "cuda_sparse_chunk.cuh"
 
@@ -51,6 +59,200 @@ gi_k_cnt_scatter(const gi_sp_unit *__restrict__ units, const uint32_t *__restric
 				if (kv[j] < H)
 					atomicAdd(&row[kv[j] / per], w << ((kv[j] % per) * BITS));
 		}
+	}
+}
+
+/* threads of a tiled block, and units it plans at once (one a thread) */
+#define GI_SP_TILE_THREADS 512
+
+/* the first i in [0, n) with a[i] >= v, else n */
+__device__ __forceinline__ uint32_t
+gi_sp_lower(const uint32_t *a, uint32_t n, uint32_t v)
+{
+	uint32_t	lo = 0;
+
+	while (n > 0)
+	{
+		uint32_t	h = n >> 1;
+
+		if (__ldg(&a[lo + h]) < v)
+		{
+			lo += h + 1;
+			n -= h + 1;
+		}
+		else
+			n = h;
+	}
+	return lo;
+}
+
+/*
+ * Block (band b, query q): the counters of the ordinals [b * band, ...)
+ * in shared memory.  For each of q's units (query order: pairs[u].q
+ * ascending) the slabs whose smallest ordinal lies within the list's
+ * widest slab below the band or in it; each warp takes GI_SP_CHUNK such
+ * slabs at a time (all their loads in flight at once), a lane a slot, and
+ * adds the weight of the slots in the band.
+ */
+template <int BITS>
+__global__ void __launch_bounds__(GI_SP_TILE_THREADS)
+gi_k_cnt_tile(const gi_sp_unit *__restrict__ units, const gi_sp_qw *__restrict__ pairs,
+			  uint32_t nu, const uint32_t *__restrict__ bdir, const uint32_t *__restrict__ bmin,
+			  const uint32_t *__restrict__ bspan, const gi_dslab *slabs, uint32_t W,
+			  uint32_t H, uint32_t band, size_t wpq, uint32_t nb, uint32_t *ctr,
+			  uint32_t *hist)
+{
+	typedef cub::BlockScan<uint32_t, GI_SP_TILE_THREADS> scan_t;
+	extern __shared__ uint32_t sm[];
+	__shared__ typename scan_t::TempStorage ts;
+	__shared__ uint32_t s_beg[GI_SP_TILE_THREADS];
+	__shared__ uint32_t s_pre[GI_SP_TILE_THREADS];
+	__shared__ uint32_t s_w[GI_SP_TILE_THREADS];
+	const uint32_t per = 32 / BITS;
+	const uint32_t mask = (1u << BITS) - 1;
+	const uint32_t q = blockIdx.y;
+	const uint32_t lo = blockIdx.x * band;
+	const uint32_t hi = H - lo < band ? H : lo + band;
+	const uint32_t nw = (hi - lo + per - 1) / per;
+	const uint32_t tid = threadIdx.x;
+	const uint32_t lane = tid & 31;
+	const uint32_t nwarps = GI_SP_TILE_THREADS / 32;
+	uint32_t   *cw = sm;
+	uint32_t   *sh = sm + band / per;
+	uint32_t	ua = 0;
+	uint32_t	ub = nu;
+
+	/* q's units */
+	{
+		uint32_t	n = nu;
+
+		while (n > 0)
+		{
+			uint32_t	h = n >> 1;
+
+			if (pairs[ua + h].q < q)
+			{
+				ua += h + 1;
+				n -= h + 1;
+			}
+			else
+				n = h;
+		}
+		ub = ua;
+		n = nu - ua;
+		while (n > 0)
+		{
+			uint32_t	h = n >> 1;
+
+			if (pairs[ub + h].q <= q)
+			{
+				ub += h + 1;
+				n -= h + 1;
+			}
+			else
+				n = h;
+		}
+	}
+	for (uint32_t i = tid; i < nw; i += GI_SP_TILE_THREADS)
+		cw[i] = 0;
+	for (uint32_t i = tid; i < nb; i += GI_SP_TILE_THREADS)
+		sh[i] = 0;
+	__syncthreads();
+
+	for (uint32_t u0 = ua; u0 < ub; u0 += GI_SP_TILE_THREADS)
+	{
+		uint32_t	m = ub - u0 < GI_SP_TILE_THREADS ? ub - u0 : GI_SP_TILE_THREADS;
+		uint32_t	c = 0;
+		uint32_t	pre;
+		uint32_t	total;
+
+		if (tid < m)
+		{
+			gi_sp_unit	un = units[u0 + tid];
+			uint32_t	wide = __ldg(&bspan[un.beg]);
+			uint32_t	a = gi_sp_lower(bmin + un.beg, un.n, lo > wide ? lo - wide : 0);
+			uint32_t	b = gi_sp_lower(bmin + un.beg, un.n, hi);
+
+			s_beg[tid] = un.beg + a;
+			s_w[tid] = (uint32_t) pairs[u0 + tid].w;
+			c = b > a ? b - a : 0;
+		}
+		scan_t(ts).ExclusiveSum(c, pre, total);
+		s_pre[tid] = pre;
+		__syncthreads();
+		for (uint32_t x0 = (tid >> 5) * GI_SP_CHUNK; x0 < total; x0 += nwarps * GI_SP_CHUNK)
+		{
+			uint32_t	bm = 0;
+			unsigned long long dp = 0;
+			uint32_t	w = 0;
+			uint32_t	kv[GI_SP_CHUNK];
+			uint32_t	wv[GI_SP_CHUNK];
+
+			/* lanes 0..7 find the chunk's slabs, then every lane loads its slot of each */
+			if (lane < GI_SP_CHUNK && x0 + lane < total)
+			{
+				uint32_t	x = x0 + lane;
+				uint32_t	j = 0;
+				uint32_t	n = m;
+				uint32_t	slab;
+
+				/* the last unit whose slabs begin at or before x */
+				while (n > 1)
+				{
+					uint32_t	h = n >> 1;
+
+					if (s_pre[j + h] <= x)
+					{
+						j += h;
+						n -= h;
+					}
+					else
+						n = h;
+				}
+				slab = __ldg(&bdir[s_beg[j] + (x - s_pre[j])]);
+				bm = gi_slab_bitmap(slabs, slab);
+				dp = (unsigned long long) gi_slab_data(slabs, slab);
+				w = s_w[j];
+			}
+#pragma unroll
+			for (int c = 0; c < GI_SP_CHUNK; c++)
+			{
+				uint32_t	b = __shfl_sync(GI_CU_FULL_MASK, bm, c);
+				const uint32_t *data =
+					(const uint32_t *) __shfl_sync(GI_CU_FULL_MASK, dp, c);
+
+				wv[c] = __shfl_sync(GI_CU_FULL_MASK, w, c);
+				kv[c] = gi_slot_live(b, lane) ? __ldcg(gi_slab_kids(data, W) + lane) : UINT32_MAX;
+			}
+#pragma unroll
+			for (int c = 0; c < GI_SP_CHUNK; c++)
+				if (kv[c] >= lo && kv[c] < hi)
+					atomicAdd(&cw[(kv[c] - lo) / per], wv[c] << ((kv[c] % per) * BITS));
+		}
+		__syncthreads();
+	}
+
+	/* the band's words, and its counts into the ZipperArray */
+	{
+		uint32_t   *row = ctr + (size_t) q * wpq + lo / per;
+
+		for (uint32_t i = tid; i < nw; i += GI_SP_TILE_THREADS)
+		{
+			uint32_t	v = cw[i];
+
+			row[i] = v;
+			for (uint32_t j = 0; v != 0 && j < per; j++)
+			{
+				uint32_t	cnt = (v >> (j * BITS)) & mask;
+
+				if (cnt)
+					atomicAdd(&sh[cnt < nb ? cnt : nb - 1], 1u);
+			}
+		}
+		__syncthreads();
+		for (uint32_t i = tid; i < nb; i += GI_SP_TILE_THREADS)
+			if (sh[i])
+				atomicAdd(&hist[(size_t) q * nb + i], sh[i]);
 	}
 }
 
@@ -174,8 +376,9 @@ static gi_status
 gi_sp_count_launch(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
 				   const uint32_t *prefix, uint32_t nu, uint32_t nchunks,
 				   const gi_sp_qw *pairs, uint32_t nsub, uint32_t H, size_t wpq,
-				   uint32_t nb, uint32_t k, uint32_t cap, uint32_t *ctr, uint32_t *hist,
-				   uint32_t *thr, uint32_t *over, uint32_t *cd, uint64_t *ck, uint32_t *cnt)
+				   uint32_t nb, uint32_t k, uint32_t cap, uint32_t band, uint32_t *ctr,
+				   uint32_t *hist, uint32_t *thr, uint32_t *over, uint32_t *cd, uint64_t *ck,
+				   uint32_t *cnt)
 {
 	uint32_t	nwords = (uint32_t) ((H + 32 / BITS - 1) / (32 / BITS));
 	uint32_t	most = (uint32_t) s->dev->sms * 8;
@@ -183,21 +386,37 @@ gi_sp_count_launch(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
 	dim3		hgrid(gi_cu_div_up(nwords, GI_SP_BLOCK * 16), nsub, 1);
 	dim3		cgrid(gi_cu_div_up(nwords, GI_SP_BLOCK * GI_SP_CNT_WPT), nsub, 1);
 
-	GI_CU_TRY(cudaMemsetAsync(ctr, 0, (size_t) nsub * wpq * sizeof(uint32_t), s->ss));
 	GI_CU_TRY(cudaMemsetAsync(hist, 0, (size_t) nsub * nb * sizeof(uint32_t), s->ss));
 	GI_CU_TRY(cudaMemsetAsync(cnt, 0, (size_t) nsub * sizeof(uint32_t), s->ss));
-	if (nchunks > 0)
+	if (band > 0)
 	{
-		blocks = gi_cu_div_up(nchunks, 8);
-		gi_k_cnt_scatter<BITS><<<blocks < most ? blocks : most, 256, 0, s->ss>>>(
-			units, prefix, nu, nchunks, pairs, (const uint32_t *) sp->dir.d_dir.p,
-			s->d_slabs, s->words, H, wpq, ctr);
+		/* every word of every row is the store of one band: no clearing */
+		size_t		smem = ((size_t) band / (32 / BITS) + nb) * sizeof(uint32_t);
+
+		GI_CU_TRY(cudaFuncSetAttribute(gi_k_cnt_tile<BITS>,
+									   cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem));
+		gi_k_cnt_tile<BITS><<<dim3(gi_cu_div_up(H, band), nsub, 1), GI_SP_TILE_THREADS, smem,
+			s->ss>>>(units, pairs, nu, (const uint32_t *) sp->b_dir.p,
+					 (const uint32_t *) sp->b_min.p, (const uint32_t *) sp->b_span.p,
+					 s->d_slabs, s->words, H, band, wpq, nb, ctr, hist);
 		GI_CU_TRY(cudaGetLastError());
 	}
-	if (hgrid.x > 64)
-		hgrid.x = 64;
-	gi_k_cnt_hist<BITS><<<hgrid, GI_SP_BLOCK, nb * sizeof(uint32_t), s->ss>>>(ctr, wpq, nwords,
-																			  nb, hist);
+	else
+	{
+		GI_CU_TRY(cudaMemsetAsync(ctr, 0, (size_t) nsub * wpq * sizeof(uint32_t), s->ss));
+		if (nchunks > 0)
+		{
+			blocks = gi_cu_div_up(nchunks, 8);
+			gi_k_cnt_scatter<BITS><<<blocks < most ? blocks : most, 256, 0, s->ss>>>(
+				units, prefix, nu, nchunks, pairs, (const uint32_t *) sp->dir.d_dir.p,
+				s->d_slabs, s->words, H, wpq, ctr);
+			GI_CU_TRY(cudaGetLastError());
+		}
+		if (hgrid.x > 64)
+			hgrid.x = 64;
+		gi_k_cnt_hist<BITS><<<hgrid, GI_SP_BLOCK, nb * sizeof(uint32_t), s->ss>>>(
+			ctr, wpq, nwords, nb, hist);
+	}
 	gi_k_cnt_thresh<<<gi_cu_div_up(nsub, 128), 128, 0, s->ss>>>(hist, nb, nsub, k, cap, thr,
 																 over);
 	gi_k_cnt_compact<BITS><<<cgrid, GI_SP_BLOCK, 0, s->ss>>>(ctr, wpq, nwords, H, thr, over,
@@ -209,8 +428,8 @@ gi_sp_count_launch(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units,
 gi_status
 gi_cu_sp_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units, const uint32_t *prefix,
 			   uint32_t nu, uint32_t nchunks, const gi_sp_qw *pairs, uint32_t nsub,
-			   uint32_t H, uint32_t maxc, uint32_t k, uint32_t cap, uint32_t *cd,
-			   uint64_t *ck, uint32_t *cnt, uint32_t **over_out)
+			   uint32_t H, uint32_t maxc, uint32_t k, uint32_t cap, uint32_t band,
+			   uint32_t *cd, uint64_t *ck, uint32_t *cnt, uint32_t **over_out)
 {
 	uint32_t   *over;
 	uint32_t	bits = gi_sp_count_bits(maxc);
@@ -231,9 +450,9 @@ gi_cu_sp_count(gi_store *s, gi_cu_sparse *sp, const gi_sp_unit *units, const uin
 	*over_out = over;
 	if (bits == 8)
 		return gi_sp_count_launch<8>(s, sp, units, prefix, nu, nchunks, pairs, nsub, H, wpq,
-									 nb, k, cap, (uint32_t *) sp->s_acc.p,
+									 nb, k, cap, band, (uint32_t *) sp->s_acc.p,
 									 (uint32_t *) sp->s_hist.p, thr, over, cd, ck, cnt);
 	return gi_sp_count_launch<16>(s, sp, units, prefix, nu, nchunks, pairs, nsub, H, wpq, nb,
-								  k, cap, (uint32_t *) sp->s_acc.p, (uint32_t *) sp->s_hist.p,
+								  k, cap, band, (uint32_t *) sp->s_acc.p, (uint32_t *) sp->s_hist.p,
 								  thr, over, cd, ck, cnt);
 }

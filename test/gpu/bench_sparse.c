@@ -13,7 +13,8 @@
  * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10,
  * GI_BENCH_SPARSE_COUNTS=1 makes every weight 1 (GENIE's counts) and times
  * the term path (a double per document: the plain count table) against
- * the counting path (bit-packed counters, GI_SPARSE_COUNT),
+ * the counting path (bit-packed counters, GI_SPARSE_COUNT), the latter
+ * also with its plain scatter and its shared-memory tiles each forced,
  * GI_BENCH_SPARSE_DUMP=DIR writes the (last) collection, the asked
  * shape's first batch of queries and the kernel's top 10 of each there
  * (CSR arrays, see dump_csr) for a reference outside the database.
@@ -50,6 +51,7 @@
 
 static const gi_backend_ops *C;
 static gi_cuda_sparse_profile_fn prof_fn;
+static gi_cuda_sparse_set_count_tiles_fn tiles_fn;	/* may be NULL */
 static gi_cuda_sparse_set_budget_fn set_budget;
 static const char *dump_dir;
 static bool counts;
@@ -461,12 +463,27 @@ shape(gi_store *s, uint32_t docs, uint32_t nq, uint32_t k, bool shared)
 			fl = floor_term / 2;
 
 		printf("docs %7u batch %4u%s k %4u %-5s -> %-5s: %8.3f ms/batch %9.0f q/s | floor %7.3f ms (%.1f%%) | "
-			   "postings term %.3g union %.3g | dir %.2f score %.2f select %.2f total %.2f ms, %g sub-batches, %g ranges | %.3f ns/posting\n",
+			   "postings term %.3g union %.3g | dir %.2f score %.2f select %.2f total %.2f ms, %g sub-batches, %g ranges | %.3f ns/posting%s\n",
 			   docs, nq, shared ? " shared" : "", k, mname(methods[i]), mname((uint32_t) prof[0]), t * 1e3, nq / t, fl * 1e3,
 			   100.0 * fl / t, prof[3], prof[4], prof[5], prof[6], prof[7], prof[8], prof[1], prof[2],
-			   prof[6] * 1e6 / (prof[0] == 2 ? prof[4] : prof[3]));
+			   prof[6] * 1e6 / (prof[0] == 2 ? prof[4] : prof[3]),
+			   prof[0] == GI_SPARSE_COUNT ? (prof[10] > 0 ? " | tiles" : " | scatter") : "");
 		fflush(stdout);
 	}
+	/* the counting path both ways: the plain scatter, then tiles */
+	for (i = 0; counts && tiles_fn && i < 2; i++)
+	{
+		double		t;
+
+		tiles_fn(i, 0);
+		t = time_method(s, GI_SPARSE_COUNT, nq, k, qb, qbytes, prof);
+		printf("docs %7u batch %4u%s k %4u count by %-7s: %8.3f ms/batch %9.0f q/s | score %.2f select %.2f total %.2f ms, %g sub-batches, band %g ordinals\n",
+			   docs, nq, shared ? " shared" : "", k, i ? "tiles" : "scatter", t * 1e3, nq / t,
+			   prof[6], prof[7], prof[8], prof[1], prof[10]);
+		fflush(stdout);
+	}
+	if (tiles_fn)
+		tiles_fn(-1, 0);
 	for (i = 0; i < 3; i++)
 		free(qb[i]);
 }
@@ -495,6 +512,7 @@ main(int argc, char **argv)
 	}
 	entry = (gi_backend_entry_fn) dlsym(h, GI_CUDA_ENTRY_SYMBOL);
 	prof_fn = (gi_cuda_sparse_profile_fn) dlsym(h, GI_CUDA_SPARSE_PROFILE);
+	tiles_fn = (gi_cuda_sparse_set_count_tiles_fn) dlsym(h, GI_CUDA_SPARSE_SET_COUNT_TILES);
 	bw = (gi_cuda_bandwidth_fn) dlsym(h, GI_CUDA_BANDWIDTH);
 	if (!entry || !prof_fn || !bw || !(C = entry()) || C->device_count() <= 0)
 	{

@@ -46,6 +46,7 @@ gi_cuda_fail_alloc_after_fn cu_fail;
 gi_cuda_set_copy_threads_fn cu_copy_threads;
 gi_cuda_sparse_set_budget_fn cu_sparse_budget;
 gi_cuda_sparse_set_slab_order_fn cu_sparse_slab_order;
+gi_cuda_sparse_set_count_tiles_fn cu_sparse_count_tiles;
 gi_cuda_sparse_profile_fn cu_sparse_profile;
 gi_cuda_ivf_set_scan_fn cu_ivf_scan;
 
@@ -551,6 +552,8 @@ load_module(const char *path)
 	cu_sparse_budget = (gi_cuda_sparse_set_budget_fn) dlsym(handle, GI_CUDA_SPARSE_SET_BUDGET);
 	cu_sparse_slab_order =
 		(gi_cuda_sparse_set_slab_order_fn) dlsym(handle, GI_CUDA_SPARSE_SET_SLAB_ORDER);
+	cu_sparse_count_tiles =
+		(gi_cuda_sparse_set_count_tiles_fn) dlsym(handle, GI_CUDA_SPARSE_SET_COUNT_TILES);
 	cu_sparse_profile = (gi_cuda_sparse_profile_fn) dlsym(handle, GI_CUDA_SPARSE_PROFILE);
 	cu_ivf_scan = (gi_cuda_ivf_set_scan_fn) dlsym(handle, GI_CUDA_IVF_SET_SCAN);
 	if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||

@@ -37,6 +37,7 @@ extern gi_cuda_fail_alloc_after_fn cu_fail;
 extern gi_cuda_set_copy_threads_fn cu_copy_threads;	/* may be NULL */
 extern gi_cuda_sparse_set_budget_fn cu_sparse_budget;	/* may be NULL */
 extern gi_cuda_sparse_set_slab_order_fn cu_sparse_slab_order;	/* may be NULL */
+extern gi_cuda_sparse_set_count_tiles_fn cu_sparse_count_tiles;	/* may be NULL */
 extern gi_cuda_sparse_profile_fn cu_sparse_profile;	/* may be NULL */
 extern gi_cuda_ivf_set_scan_fn cu_ivf_scan;	/* may be NULL */
 

@@ -1296,6 +1296,42 @@ test_sparse_counts(void)
 	pair_close(&p);
 }
 
+/*
+ * The counting path in tiles of shared memory (a block per query and band
+ * of ordinals) and by the plain scatter, each forced, on the counting
+ * test's collections (deletes widen the slabs, so bands straddle them):
+ * bands of 1,024 ordinals (tens of them), of 96 (a slab spans several),
+ * and the default width (one band for these collections).
+ */
+static void
+test_sparse_count_tiles(void)
+{
+	static const struct
+	{
+		int			mode;
+		uint32_t	band;
+		const char *what;
+	}			runs[] = {
+		{1, 1024, "tiles of 1,024 ordinals"},
+		{1, 96, "tiles of 96 ordinals"},
+		{1, 0, "tiles of the default width"},
+		{0, 0, "the plain scatter"},
+	};
+
+	if (self_mode || cu_sparse_count_tiles == NULL)
+	{
+		printf("  (no count-tiles hook: the default only)\n");
+		return;
+	}
+	for (size_t m = 0; m < sizeof(runs) / sizeof(runs[0]) && checks_failed < 10; m++)
+	{
+		printf("  counting path: %s\n", runs[m].what);
+		cu_sparse_count_tiles(runs[m].mode, runs[m].band);
+		test_sparse_counts();
+	}
+	cu_sparse_count_tiles(-1, 0);
+}
+
 static void
 sparse_summary(void)
 {
@@ -1315,6 +1351,7 @@ static const test_case sparse_tests[] = {
 	{"sparse: key ordinals after random mutations", test_sparse_ordinals, false},
 	{"sparse: each way of the term path forced", test_sparse_slab_order, false},
 	{"sparse: counting path (unit weights, whole query weights), ties beyond its room", test_sparse_counts, false},
+	{"sparse: counting path in shared-memory tiles and by the scatter, each forced", test_sparse_count_tiles, false},
 };
 
 const test_suite sparse_suite = {sparse_tests, sizeof(sparse_tests) / sizeof(sparse_tests[0]),
