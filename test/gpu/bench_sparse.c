@@ -11,6 +11,8 @@
  * under each scratch budget first (then the kind's default), GI_BENCH_SPARSE_KEYS=any builds the store without
  * the per-list key check (faster to build; the search is the same),
  * GI_BENCH_SPARSE_SHAPES=main times only the asked shape at k 10,
+ * GI_BENCH_SPARSE_SLAB_ORDER=1|0 forces the term path's grouping (by term
+ * and query block in slab order, or by (query, term)),
  * GI_BENCH_SPARSE_COUNTS=1 makes every weight 1 (GENIE's counts) and times
  * the term path (a double per document: the plain count table) against
  * the counting path (bit-packed counters, GI_SPARSE_COUNT), the latter
@@ -528,6 +530,17 @@ main(int argc, char **argv)
 		   bw_gbs);
 	zipf_init(1.0);
 	set_budget = (gi_cuda_sparse_set_budget_fn) dlsym(h, GI_CUDA_SPARSE_SET_BUDGET);
+	if (getenv("GI_BENCH_SPARSE_SLAB_ORDER"))
+	{
+		gi_cuda_sparse_set_slab_order_fn so =
+			(gi_cuda_sparse_set_slab_order_fn) dlsym(h, GI_CUDA_SPARSE_SET_SLAB_ORDER);
+
+		if (so)
+		{
+			so(atoi(getenv("GI_BENCH_SPARSE_SLAB_ORDER")));
+			printf("term path's order forced: %s\n", getenv("GI_BENCH_SPARSE_SLAB_ORDER"));
+		}
+	}
 	dump_dir = getenv("GI_BENCH_SPARSE_DUMP");
 	counts = getenv("GI_BENCH_SPARSE_COUNTS") && atoi(getenv("GI_BENCH_SPARSE_COUNTS")) == 1;
 	if (counts)
