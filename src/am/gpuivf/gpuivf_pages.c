@@ -37,7 +37,8 @@ gpuivf_init_metapage(Page page, uint32 dim, uint32 lists, uint32 requested_lists
 {
 	GpuivfMetaPage metap;
 
-	gi_init_page(page, GI_PAGE_META, GPUIVF_PAGE_ID);
+	/* a new index has no deleted page */
+	gi_init_page(page, GI_PAGE_META | GI_PAGE_SETTLED, GPUIVF_PAGE_ID);
 	metap = GpuivfPageGetMeta(page);
 	memset(metap, 0, sizeof(*metap));
 	metap->magic = GPUIVF_MAGIC;

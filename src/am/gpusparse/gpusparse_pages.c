@@ -25,7 +25,8 @@ gpusparse_init_metapage(Page page, uint32 dim)
 	GpusparseMetaData meta;
 	GiListHeadData head;
 
-	gi_init_page(page, GI_PAGE_META, GPUSPARSE_PAGE_ID);
+	/* a new index has no deleted page */
+	gi_init_page(page, GI_PAGE_META | GI_PAGE_SETTLED, GPUSPARSE_PAGE_ID);
 	memset(&meta, 0, sizeof(meta));
 	meta.magic = GPUSPARSE_MAGIC;
 	meta.version = GPUSPARSE_VERSION;
