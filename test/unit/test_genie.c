@@ -960,6 +960,34 @@ test_levenshtein_ascii_64(void **state)
 	}
 }
 
+/*
+ * ASCII strings of 50 to 300 characters: the shorter one in one to four
+ * 64-bit words of the bit-parallel path (the word boundaries 64, 128, 192
+ * and 256 on both sides) or beyond it, unrelated or a few edits apart.
+ */
+static void
+test_levenshtein_ascii_words(void **state)
+{
+	static tstr a;
+	static tstr b;
+
+	(void) state;
+	rng_seed(1313);
+	for (int iter = 0; iter < 1500; iter++)
+	{
+		random_tstr(&a, 50 + (int) rng_below(251), 3);
+		if (iter % 3 == 0)
+			random_tstr(&b, 50 + (int) rng_below(251), 3);
+		else
+		{
+			b = a;
+			for (int k = (int) rng_below(30); k > 0; k--)
+				random_edit(&b, 3);
+		}
+		check_distance(&a, &b);
+	}
+}
+
 /* long strings a few edits apart: the band is narrow, the rows long */
 static void
 test_levenshtein_long(void **state)
@@ -1039,6 +1067,7 @@ main(void)
 		cmocka_unit_test(test_levenshtein_fixed),
 		cmocka_unit_test(test_levenshtein_random),
 		cmocka_unit_test(test_levenshtein_ascii_64),
+		cmocka_unit_test(test_levenshtein_ascii_words),
 		cmocka_unit_test(test_levenshtein_long),
 		cmocka_unit_test(test_count_bound),
 	};

@@ -75,42 +75,66 @@ min3(int x, int y, int z)
 	return m < z ? m : z;
 }
 
+/* 64-bit words of the bit-parallel path: the shorter string up to 256 bytes */
+#define MYERS_WORDS 4
+
 /*
  * Bit-parallel edit distance (Myers, in Hyyro's form for whole strings) of
- * two ASCII strings, the shorter b of at most 64 bytes: one 64-bit word
- * holds a column of the matrix as vertical deltas, so a character of a
- * costs a dozen word operations instead of a row of cells.
+ * two ASCII strings, the shorter b of at most 64 * MYERS_WORDS bytes: each
+ * 64-bit word holds 64 rows of a column of the matrix as vertical deltas,
+ * so a character of a costs a dozen word operations a word instead of a
+ * row of cells.  The words of a column are chained through the horizontal
+ * delta at each word's last row, which enters the next word's first (+1
+ * into the first word: the distance to the empty prefix grows by one a
+ * character).
  */
 static int
-myers64(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
+myers(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
 {
-	uint64_t	peq[128] = {0};
-	uint64_t	pv = ~UINT64_C(0);
-	uint64_t	mv = 0;
+	uint64_t	peq[128][MYERS_WORDS];
+	uint64_t	pv[MYERS_WORDS];
+	uint64_t	mv[MYERS_WORDS];
 	uint64_t	last;
+	int			nw;
 	int			score = (int) blen;
 
 	if (blen == 0)
 		return (int) alen;
-	last = UINT64_C(1) << (blen - 1);
+	nw = (int) ((blen + 63) / 64);
+	for (int c = 0; c < 128; c++)
+		for (int w = 0; w < nw; w++)
+			peq[c][w] = 0;
 	for (size_t i = 0; i < blen; i++)
-		peq[b[i]] |= UINT64_C(1) << i;
+		peq[b[i]][i / 64] |= UINT64_C(1) << (i % 64);
+	for (int w = 0; w < nw; w++)
+	{
+		pv[w] = ~UINT64_C(0);
+		mv[w] = 0;
+	}
+	last = UINT64_C(1) << ((blen - 1) % 64);
 	for (size_t j = 0; j < alen; j++)
 	{
-		uint64_t	eq = peq[a[j]];
-		uint64_t	xv = eq | mv;
-		uint64_t	xh = (((eq & pv) + pv) ^ pv) | eq;
-		uint64_t	ph = mv | ~(xh | pv);
-		uint64_t	mh = pv & xh;
+		const uint64_t *eqs = peq[a[j]];
+		int			hin = 1;
 
-		if (ph & last)
-			score++;
-		else if (mh & last)
-			score--;
-		ph = (ph << 1) | 1;
-		mh <<= 1;
-		pv = mh | ~(xv | ph);
-		mv = ph & xv;
+		for (int w = 0; w < nw; w++)
+		{
+			uint64_t	neg = hin < 0 ? 1 : 0;
+			uint64_t	pos = hin > 0 ? 1 : 0;
+			uint64_t	eq = eqs[w] | neg;
+			uint64_t	xv = eqs[w] | mv[w];
+			uint64_t	xh = (((eq & pv[w]) + pv[w]) ^ pv[w]) | eq;
+			uint64_t	ph = mv[w] | ~(xh | pv[w]);
+			uint64_t	mh = pv[w] & xh;
+			uint64_t	end = w == nw - 1 ? last : UINT64_C(1) << 63;
+
+			hin = (ph & end) ? 1 : (mh & end) ? -1 : 0;
+			ph = (ph << 1) | pos;
+			mh = (mh << 1) | neg;
+			pv[w] = mh | ~(xv | ph);
+			mv[w] = ph & xv;
+		}
+		score += hin;
 	}
 	return score;
 }
@@ -137,8 +161,8 @@ genie_levenshtein(const char *a, size_t alen, const char *b, size_t blen,
 	if (blen > alen)
 		return genie_levenshtein(b, blen, a, alen, work);
 	ascii = is_ascii(a, alen) && is_ascii(b, blen);
-	if (ascii && blen <= 64)
-		return myers64((const unsigned char *) a, alen, (const unsigned char *) b, blen);
+	if (ascii && blen <= 64 * MYERS_WORDS)
+		return myers((const unsigned char *) a, alen, (const unsigned char *) b, blen);
 	aend = a + alen;
 	bend = b + blen;
 	work[0] = 0;
@@ -190,10 +214,10 @@ genie_levenshtein_max(const char *a, size_t alen, const char *b, size_t blen,
 	if (max < 0)
 		max = 0;
 	ascii = is_ascii(a, alen) && is_ascii(b, blen);
-	if (ascii && blen <= 64)
+	if (ascii && blen <= 64 * MYERS_WORDS)
 	{
-		int			d = myers64((const unsigned char *) a, alen,
-								(const unsigned char *) b, blen);
+		int			d = myers((const unsigned char *) a, alen,
+							  (const unsigned char *) b, blen);
 
 		return d > max ? max + 1 : d;
 	}
