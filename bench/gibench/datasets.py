@@ -6,6 +6,7 @@ Names (the --dataset option):
   synth-N-D[-SEED]        clustered Gaussian, N base rows, D dims (e.g. synth-500k-128)
   files:BASE,QUERIES[,GT] vector files (.fvecs/.bvecs/.npy; GT .ivecs/.npy), e.g. SIFT1M
   minilm[-N]              Python's own docstrings embedded with all-MiniLM-L6-v2 (384-d)
+  sift-images[-N]         real 128-d SIFT descriptors of scikit-image's photographs (OpenCV)
 """
 import json
 import re
@@ -131,8 +132,15 @@ def load(name, metric=None, nq=None):
         def make():
             b, q, info = textembed.build(n)
             return b, q, "cosine", info
+    elif name.startswith("sift-images"):
+        from . import siftimages
+        n = _count(name.split("-")[2]) if name.count("-") > 1 else None
+        def make():
+            b, q, info = siftimages.build(n)
+            return b, q, "l2", info
     else:
-        raise SystemExit(f"unknown dataset {name!r} (synth-N-D[-SEED], files:..., minilm[-N])")
+        raise SystemExit(f"unknown dataset {name!r} (synth-N-D[-SEED], files:..., minilm[-N], "
+                         "sift-images[-N])")
     folder, base, queries, stored_metric, info = _materialise(name, make)
     metric = metric or stored_metric
     if nq:
