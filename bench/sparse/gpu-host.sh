@@ -2,6 +2,7 @@
 # The gpusparse benchmark from SQL on a GPU host (no PostgreSQL, no psycopg, no network):
 #
 #   bash bench/sparse/gpu-host.sh OUTDIR [run.py options, e.g. --dataset splade-synth-1000000]
+#   BENCH_SUITE=genie bash bench/sparse/gpu-host.sh OUTDIR [bench/genie/run.py options]
 #
 # Unpacks PostgreSQL 15 from the carried Debian packages (tools/gpu-host/setup-postgres.sh;
 # the server runs as a non-root user), installs the carried psycopg wheels into a folder
@@ -13,7 +14,8 @@
 # Carried paths (ignored, from the Debian machine): .gpuhost/debs, .benchwheels (psycopg,
 # psycopg-binary for CPython 3.12), bench/.cache/src-trixie (pgvector's source).
 # Environment: BENCH_PYTHON [python3], BENCH_PG_PREFIX [/tmp/pg-sparse],
-# GPUINDEX_BENCH_DEVICE [cuda], BENCH_COMMIT (the commit to report, where the copy of
+# GPUINDEX_BENCH_DEVICE [cuda], BENCH_SUITE [sparse: bench/SUITE/run.sh, results
+# docs/benchmarks/SUITE-*], BENCH_COMMIT (the commit to report, where the copy of
 # the checkout on the machine has no current .git).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +28,8 @@ py=${BENCH_PYTHON:-python3}
 prefix=${BENCH_PG_PREFIX:-/tmp/pg-sparse}
 site=/tmp/gpuindex-sparse-site
 device=${GPUINDEX_BENCH_DEVICE:-cuda}
+suite=${BENCH_SUITE:-sparse}
+[ -f "$root/bench/$suite/run.sh" ] || { echo "no bench/$suite/run.sh" >&2; exit 2; }
 stamp=/tmp/gpuindex-sparse-start
 touch "$stamp"
 
@@ -56,11 +60,15 @@ export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 	grep -q '^psycopg' || { echo "FATAL: psycopg does not import" | tee -a "$out/host.txt"; exit 1; }
 export BENCH_PYTHON=$py GPUINDEX_BENCH_DEVICE=$device PYTHONUNBUFFERED=1
 
-bash "$here/run.sh" --device "$device" "$@" 2>&1 | tee "$out/run.log"
+bash "$root/bench/$suite/run.sh" --device "$device" "$@" 2>&1 | tee "$out/run.log"
 rc=${PIPESTATUS[0]}
 # this run's results only (the device tool returns a few files)
-find "$root/docs/benchmarks" -maxdepth 1 -name 'sparse-*' -newer "$stamp" -exec cp {} "$out/" \;
-for f in "${BENCH_SPARSE_DIR:-/tmp/gpuindex-bench-sparse}/server.log"; do
+find "$root/docs/benchmarks" -maxdepth 1 -name "$suite-*" -newer "$stamp" -exec cp {} "$out/" \;
+case $suite in
+genie) cluster=${BENCH_GENIE_DIR:-/tmp/gpuindex-bench-genie} ;;
+*) cluster=${BENCH_SPARSE_DIR:-/tmp/gpuindex-bench-$suite} ;;
+esac
+for f in "$cluster/server.log"; do
 	[ -f "$f" ] && tail -c 1000000 "$f" >"$out/server.log"
 done
 echo "run.sh exit $rc" | tee -a "$out/host.txt"
