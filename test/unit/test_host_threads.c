@@ -698,6 +698,104 @@ test_kmeans_threads(void **state)
 	free(an);
 }
 
+/*
+ * The list the access method places a row in, on 1, 2, 3 and 8 threads:
+ * each row's list is the nearest centroid by a brute force in double (up
+ * to float rounding), the lowest of two equal centroids, and the same on
+ * every thread count and row by row.
+ */
+static void
+test_nearest_lists_threads(void **state)
+{
+	enum
+	{
+		N = 3000, DIM = 24, LISTS = 50
+	};
+	static const uint32_t counts[] = {1, 2, 3, 8};
+	float	   *x = malloc(sizeof(float) * N * DIM);
+	float	   *c = malloc(sizeof(float) * LISTS * DIM);
+	float	   *cnorms = malloc(sizeof(float) * LISTS);
+	uint32_t   *a1 = malloc(sizeof(uint32_t) * N);
+	uint32_t   *an = malloc(sizeof(uint32_t) * N);
+
+	(void) state;
+	assert_non_null(x);
+	assert_non_null(c);
+	assert_non_null(cnorms);
+	assert_non_null(a1);
+	assert_non_null(an);
+	rng_seed(9);
+	for (uint32_t i = 0; i < N * DIM; i++)
+		x[i] = rng_float() * 2.0f - 1.0f;
+	for (uint32_t i = 0; i < LISTS * DIM; i++)
+		c[i] = rng_float() * 2.0f - 1.0f;
+	memcpy(c + 7 * DIM, c + 3 * DIM, sizeof(float) * DIM);	/* list 7 ties list 3 */
+	memset(c + 11 * DIM, 0, sizeof(float) * DIM);	/* a zero centroid */
+	memcpy(x + 5 * DIM, c + 3 * DIM, sizeof(float) * DIM);	/* a row on the tie */
+	for (uint32_t l = 0; l < LISTS; l++)
+	{
+		double		n = 0;
+
+		for (uint32_t j = 0; j < DIM; j++)
+			n += (double) c[l * DIM + j] * c[l * DIM + j];
+		cnorms[l] = (float) sqrt(n);
+	}
+
+	for (int m = 0; m < 3; m++)
+	{
+		single_thread();
+		gi_host_nearest_lists(c, cnorms, LISTS, DIM, (gi_metric) m, N, x, a1);
+		for (uint32_t i = 0; i < N; i++)
+		{
+			const float *v = x + (size_t) i * DIM;
+			double		best = INFINITY;
+			double		got = 0;
+
+			for (uint32_t l = 0; l < LISTS; l++)
+			{
+				double		d = 0,
+							dot = 0;
+
+				for (uint32_t j = 0; j < DIM; j++)
+				{
+					double		e = (double) v[j] - c[l * DIM + j];
+
+					d += e * e;
+					dot += (double) v[j] * c[l * DIM + j];
+				}
+				if (m == GI_METRIC_IP)
+					d = -dot;
+				else if (m == GI_METRIC_COSINE)
+					d = cnorms[l] > 0 ? -dot / cnorms[l] : INFINITY;
+				if (d < best)
+					best = d;
+				if (l == a1[i])
+					got = d;
+			}
+			if (got > best + 1e-4)
+				fail_msg("metric %d row %u: list %u at %g, the nearest at %g",
+						 m, i, a1[i], got, best);
+			assert_int_equal(a1[i], gi_host_nearest_list(c, cnorms, LISTS, DIM,
+														 (gi_metric) m, v));
+		}
+		if (m != GI_METRIC_IP)
+			assert_int_equal(a1[5], 3);	/* a row on two equal centroids */
+		for (uint32_t t = 0; t < sizeof(counts) / sizeof(counts[0]); t++)
+		{
+			threads(counts[t]);
+			memset(an, 0xff, sizeof(uint32_t) * N);
+			gi_host_nearest_lists(c, cnorms, LISTS, DIM, (gi_metric) m, N, x, an);
+			assert_memory_equal(a1, an, sizeof(uint32_t) * N);
+		}
+	}
+	single_thread();
+	free(x);
+	free(c);
+	free(cnorms);
+	free(a1);
+	free(an);
+}
+
 int
 main(void)
 {
@@ -710,6 +808,7 @@ main(void)
 		cmocka_unit_test(test_ivf_threads),
 		cmocka_unit_test(test_sparse_threads),
 		cmocka_unit_test(test_kmeans_threads),
+		cmocka_unit_test(test_nearest_lists_threads),
 	};
 
 	ops = gi_host_backend();

@@ -51,6 +51,7 @@
 #include "utils/tuplesort.h"
 
 #include "gpuivf.h"
+#include "host_store.h"
 
 typedef struct GpuivfBuildState
 {
@@ -344,14 +345,10 @@ flush_batch(GpuivfBuildState *bs)
 		return;
 	if (bs->job == 0 || !device_assign(bs))
 	{
-		for (uint32 i = 0; i < bs->batch_n; i++)
-		{
-			bs->batch_lists[i] = gpuivf_nearest_list(bs->centroids, bs->cnorms, bs->lists,
-													 bs->dim, bs->metric,
-													 bs->batch_vecs + (Size) i * bs->dim);
-			if ((i & 255) == 0)
-				CHECK_FOR_INTERRUPTS();
-		}
+		CHECK_FOR_INTERRUPTS();
+		gi_host_nearest_lists(bs->centroids, bs->cnorms, bs->lists, bs->dim,
+							  (gi_metric) bs->metric, bs->batch_n, bs->batch_vecs,
+							  bs->batch_lists);
 	}
 	for (uint32 i = 0; i < bs->batch_n; i++)
 	{

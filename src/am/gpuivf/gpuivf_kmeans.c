@@ -79,40 +79,10 @@ gpuivf_centroid_norms(const float4 *centroids, uint32 lists, uint32 dim,
 	}
 }
 
-/*
- * The list a row belongs to: the centroid nearest by the index's metric
- * (lowest list on ties).  For L2, |x-c|^2 = |x|^2 - 2<x,c> + |c|^2 and
- * |x|^2 is the same for all lists; for cosine, |x| is.
- */
+/* the list a row belongs to (host_kmeans.c: the rule shared with the build) */
 uint32
 gpuivf_nearest_list(const float4 *centroids, const float4 *cnorms, uint32 lists,
 					uint32 dim, uint32 metric, const float4 *vec)
 {
-	uint32		best = 0;
-	float		bestd = FLT_MAX;
-
-	for (uint32 c = 0; c < lists; c++)
-	{
-		const float4 *cv = centroids + (Size) c * dim;
-		float		d;
-
-		switch (metric)
-		{
-			case GI_METRIC_L2:
-				d = cnorms[c] * cnorms[c] - 2.0f * gi_km_dot(vec, cv, dim);
-				break;
-			case GI_METRIC_IP:
-				d = -gi_km_dot(vec, cv, dim);
-				break;
-			default:
-				d = cnorms[c] > 0.0f ? -gi_km_dot(vec, cv, dim) / cnorms[c] : FLT_MAX;
-				break;
-		}
-		if (d < bestd)
-		{
-			bestd = d;
-			best = c;
-		}
-	}
-	return best;
+	return gi_host_nearest_list(centroids, cnorms, lists, dim, (gi_metric) metric, vec);
 }

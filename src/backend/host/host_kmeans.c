@@ -424,3 +424,92 @@ gi_host_kmeans_objective(gi_metric metric, uint32_t dim, const float *samples,
 	}
 	return total;
 }
+
+/*
+ * The list a row goes to when the access method places it (INSERT, and the
+ * build's rows on the host): the centroid nearest by the metric in float,
+ * lowest list on ties.  For L2, |x-c|^2 = |x|^2 - 2<x,c> + |c|^2 with |x|^2
+ * the same for all lists; for cosine, |x| is.
+ */
+uint32_t
+gi_host_nearest_list(const float *centroids, const float *cnorms, uint32_t lists,
+					 uint32_t dim, gi_metric metric, const float *vec)
+{
+	uint32_t	best = 0;
+	float		bestd = FLT_MAX;
+
+	for (uint32_t c = 0; c < lists; c++)
+	{
+		const float *cv = centroids + (size_t) c * dim;
+		float		d;
+
+		switch (metric)
+		{
+			case GI_METRIC_L2:
+				d = cnorms[c] * cnorms[c] - 2.0f * gi_km_dot(vec, cv, dim);
+				break;
+			case GI_METRIC_IP:
+				d = -gi_km_dot(vec, cv, dim);
+				break;
+			default:
+				d = cnorms[c] > 0.0f ? -gi_km_dot(vec, cv, dim) / cnorms[c] : FLT_MAX;
+				break;
+		}
+		if (d < bestd)
+		{
+			bestd = d;
+			best = c;
+		}
+	}
+	return best;
+}
+
+/* what the tasks of one gi_host_nearest_lists call share */
+typedef struct gi_km_place_job
+{
+	const float *centroids;
+	const float *cnorms;
+	uint32_t	lists;
+	uint32_t	dim;
+	gi_metric	metric;
+	uint32_t	n;
+	const float *vecs;
+	uint32_t   *out;
+} gi_km_place_job;
+
+/* task: the lists of rows [task * GI_KM_CHUNK, ...) */
+static gi_status
+gi_km_place_task(void *arg, uint32_t task, uint32_t worker)
+{
+	gi_km_place_job *job = arg;
+	uint32_t	i = task * GI_KM_CHUNK;
+	uint32_t	end = job->n - i < GI_KM_CHUNK ? job->n : i + GI_KM_CHUNK;
+
+	(void) worker;
+	for (; i < end; i++)
+		job->out[i] = gi_host_nearest_list(job->centroids, job->cnorms, job->lists,
+										   job->dim, job->metric,
+										   job->vecs + (size_t) i * job->dim);
+	return GI_OK;
+}
+
+void
+gi_host_nearest_lists(const float *centroids, const float *cnorms, uint32_t lists,
+					  uint32_t dim, gi_metric metric, uint32_t n, const float *vecs,
+					  uint32_t *out)
+{
+	gi_km_place_job job;
+	uint32_t	workers;
+
+	job.centroids = centroids;
+	job.cnorms = cnorms;
+	job.lists = lists;
+	job.dim = dim;
+	job.metric = metric;
+	job.n = n;
+	job.vecs = vecs;
+	job.out = out;
+	workers = gi_host_pool_worth((uint64_t) n * lists * dim) ? gi_host_pool_threads() : 1;
+	(void) gi_host_pool_run((n + GI_KM_CHUNK - 1) / GI_KM_CHUNK, workers,
+							gi_km_place_task, &job);
+}

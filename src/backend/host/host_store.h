@@ -204,6 +204,19 @@ extern double gi_host_kmeans_objective(gi_metric metric, uint32_t dim,
 									   const float *centroids, uint32_t k);
 
 /*
+ * The list the access method places a row in: the centroid nearest by the
+ * metric in float (cnorms: the centroids' norms), lowest list on ties.
+ */
+extern uint32_t gi_host_nearest_list(const float *centroids, const float *cnorms,
+									 uint32_t lists, uint32_t dim, gi_metric metric,
+									 const float *vec);
+
+/* the same for n rows, on the host backend's threads; never fails */
+extern void gi_host_nearest_lists(const float *centroids, const float *cnorms,
+								  uint32_t lists, uint32_t dim, gi_metric metric,
+								  uint32_t n, const float *vecs, uint32_t *out);
+
+/*
  * Reference of the kmeans_assign entry (host_ivf.c): the nearest list of
  * each vector ranked like the search's choice of lists to probe.
  */
