@@ -102,26 +102,156 @@ gi_km_distance(bool spherical, const float *x, const float *c, uint32_t dim)
 	return gi_km_l2sq(x, c, dim);
 }
 
-/* nearest centroid of a sample during training; ties: lowest list */
-static uint32_t
-gi_km_nearest(bool spherical, const float *x, const float *centroids,
-			  uint32_t k, uint32_t dim)
+#ifdef GI_KM_VECTORS
+/*
+ * Tiles of the two distance loops: several (sample, centroid) pairs at once,
+ * each pair's lanes added in exactly the order of gi_km_l2sq / gi_km_dot,
+ * so every distance has the same bits; the tile only keeps more sums in
+ * flight (one pair's sums form a chain the adder waits on) and loads each
+ * vector once for several pairs.
+ */
+static inline float
+gi_km_hsum(gi_km_v4sf s)
 {
-	uint32_t	best = 0;
-	float		bestd = FLT_MAX;
-	uint32_t	c;
+	return (s[0] + s[1]) + (s[2] + s[3]);
+}
 
-	for (c = 0; c < k; c++)
+/* gi_km_l2sq of x[0..3] against c0 and c1: d[2 * q + 0/1] */
+static inline void
+gi_km_l2sq_4x2(const float *const *x, const float *c0, const float *c1,
+			   uint32_t dim, float *d)
+{
+	gi_km_v4sf	s[8] = {{0}};
+	uint32_t	i = 0;
+
+	for (; i + 4 <= dim; i += 4)
 	{
-		float		d = gi_km_distance(spherical, x, centroids + (size_t) c * dim, dim);
+		gi_km_v4sf	a0 = gi_km_load4(c0 + i);
+		gi_km_v4sf	a1 = gi_km_load4(c1 + i);
 
-		if (d < bestd)
+		_Pragma("GCC unroll 4")
+		for (int q = 0; q < 4; q++)
 		{
-			bestd = d;
-			best = c;
+			gi_km_v4sf	y = gi_km_load4(x[q] + i);
+			gi_km_v4sf	e0 = y - a0;
+			gi_km_v4sf	e1 = y - a1;
+
+			s[2 * q] += e0 * e0;
+			s[2 * q + 1] += e1 * e1;
 		}
 	}
-	return best;
+	for (; i < dim; i++)
+		_Pragma("GCC unroll 4")
+		for (int q = 0; q < 4; q++)
+		{
+			float		e0 = x[q][i] - c0[i];
+			float		e1 = x[q][i] - c1[i];
+
+			s[2 * q][0] += e0 * e0;
+			s[2 * q + 1][0] += e1 * e1;
+		}
+	_Pragma("GCC unroll 8")
+	for (int p = 0; p < 8; p++)
+		d[p] = gi_km_hsum(s[p]);
+}
+
+/* gi_km_dot of x[0..3] against c0 and c1: d[2 * q + 0/1] */
+static inline void
+gi_km_dot_4x2(const float *const *x, const float *c0, const float *c1,
+			  uint32_t dim, float *d)
+{
+	for (int h = 0; h < 4; h += 2)
+	{
+		gi_km_v4sf	lo[4] = {{0}};
+		gi_km_v4sf	hi[4] = {{0}};
+		uint32_t	i = 0;
+
+		for (; i + 8 <= dim; i += 8)
+		{
+			gi_km_v4sf	a0l = gi_km_load4(c0 + i);
+			gi_km_v4sf	a0h = gi_km_load4(c0 + i + 4);
+			gi_km_v4sf	a1l = gi_km_load4(c1 + i);
+			gi_km_v4sf	a1h = gi_km_load4(c1 + i + 4);
+
+			_Pragma("GCC unroll 2")
+			for (int q = 0; q < 2; q++)
+			{
+				gi_km_v4sf	yl = gi_km_load4(x[h + q] + i);
+				gi_km_v4sf	yh = gi_km_load4(x[h + q] + i + 4);
+
+				lo[2 * q] += yl * a0l;
+				hi[2 * q] += yh * a0h;
+				lo[2 * q + 1] += yl * a1l;
+				hi[2 * q + 1] += yh * a1h;
+			}
+		}
+		for (; i < dim; i++)
+			_Pragma("GCC unroll 2")
+			for (int q = 0; q < 2; q++)
+			{
+				lo[2 * q][0] += x[h + q][i] * c0[i];
+				lo[2 * q + 1][0] += x[h + q][i] * c1[i];
+			}
+		_Pragma("GCC unroll 4")
+		for (int p = 0; p < 4; p++)
+			d[2 * h + p] = gi_km_hsum(lo[p]) + gi_km_hsum(hi[p]);
+	}
+}
+#endif
+
+/*
+ * The nearest centroid of each of nx <= 4 samples x, x + dim, ... during
+ * training (ties: lowest list), into out[q].
+ */
+static void
+gi_km_nearest4(bool spherical, const float *x, uint32_t nx, const float *centroids,
+			   uint32_t k, uint32_t dim, uint32_t *out)
+{
+	float		bestd[4] = {FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX};
+	uint32_t	best[4] = {0, 0, 0, 0};
+	uint32_t	c = 0;
+#ifdef GI_KM_VECTORS
+	const float *xs[4] = {x, x + (nx > 1 ? dim : 0),
+		x + (nx > 2 ? 2 * (size_t) dim : 0), x + (nx > 3 ? 3 * (size_t) dim : 0)};
+
+	/* whole groups only: a lone row would pay for four */
+	for (; nx == 4 && c + 2 <= k; c += 2)
+	{
+		const float *c0 = centroids + (size_t) c * dim;
+		float		d[8];
+
+		if (spherical)
+		{
+			gi_km_dot_4x2(xs, c0, c0 + dim, dim, d);
+			_Pragma("GCC unroll 8")
+			for (int p = 0; p < 8; p++)
+				d[p] = 1.0f - d[p];
+		}
+		else
+			gi_km_l2sq_4x2(xs, c0, c0 + dim, dim, d);
+		for (uint32_t q = 0; q < nx; q++)
+			for (uint32_t j = 0; j < 2; j++)
+				if (d[2 * q + j] < bestd[q])
+				{
+					bestd[q] = d[2 * q + j];
+					best[q] = c + j;
+				}
+	}
+#endif
+	for (; c < k; c++)
+		for (uint32_t q = 0; q < nx; q++)
+		{
+			float		d = gi_km_distance(spherical, x + (size_t) q * dim,
+										   centroids + (size_t) c * dim, dim);
+
+			if (d < bestd[q])
+			{
+				bestd[q] = d;
+				best[q] = c;
+			}
+		}
+	for (uint32_t q = 0; q < nx; q++)
+		out[q] = best[q];
 }
 
 #define GI_KM_ALIGN(x) (((x) + 15) & ~(size_t) 15)
@@ -186,14 +316,19 @@ gi_km_assign_task(void *arg, uint32_t task, uint32_t worker)
 	bool		changed = false;
 
 	(void) worker;
-	for (; i < end; i++)
+	for (; i < end; i += 4)
 	{
-		uint32_t	a = gi_km_nearest(job->spherical, job->samples + (size_t) i * job->dim,
-									  job->centroids, job->k, job->dim);
+		uint32_t	nx = end - i < 4 ? end - i : 4;
+		uint32_t	a[4];
 
-		if (job->fresh || job->assign[i] != a)
-			changed = true;
-		job->assign[i] = a;
+		gi_km_nearest4(job->spherical, job->samples + (size_t) i * job->dim, nx,
+					   job->centroids, job->k, job->dim, a);
+		for (uint32_t q = 0; q < nx; q++)
+		{
+			if (job->fresh || job->assign[i + q] != a[q])
+				changed = true;
+			job->assign[i + q] = a[q];
+		}
 	}
 	job->changed[task] = changed;
 	return GI_OK;
@@ -425,6 +560,72 @@ gi_host_kmeans_objective(gi_metric metric, uint32_t dim, const float *samples,
 	return total;
 }
 
+/* the placement distance of a row to list c, from their dot product */
+static inline float
+gi_km_place_distance(gi_metric metric, const float *cnorms, uint32_t c, float dot)
+{
+	switch (metric)
+	{
+		case GI_METRIC_L2:
+			return cnorms[c] * cnorms[c] - 2.0f * dot;
+		case GI_METRIC_IP:
+			return -dot;
+		default:
+			return cnorms[c] > 0.0f ? -dot / cnorms[c] : FLT_MAX;
+	}
+}
+
+/* gi_host_nearest_list for nx <= 4 rows vec, vec + dim, ...: into out[q] */
+static void
+gi_km_place4(const float *centroids, const float *cnorms, uint32_t lists,
+			 uint32_t dim, gi_metric metric, const float *vec, uint32_t nx,
+			 uint32_t *out)
+{
+	float		bestd[4] = {FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX};
+	uint32_t	best[4] = {0, 0, 0, 0};
+	uint32_t	c = 0;
+#ifdef GI_KM_VECTORS
+	const float *xs[4] = {vec, vec + (nx > 1 ? dim : 0),
+		vec + (nx > 2 ? 2 * (size_t) dim : 0), vec + (nx > 3 ? 3 * (size_t) dim : 0)};
+
+	/* whole groups only: a lone row (INSERT) would pay for four */
+	for (; nx == 4 && c + 2 <= lists; c += 2)
+	{
+		const float *c0 = centroids + (size_t) c * dim;
+		float		dot[8];
+
+		gi_km_dot_4x2(xs, c0, c0 + dim, dim, dot);
+		for (uint32_t q = 0; q < nx; q++)
+			for (uint32_t j = 0; j < 2; j++)
+			{
+				float		d = gi_km_place_distance(metric, cnorms, c + j, dot[2 * q + j]);
+
+				if (d < bestd[q])
+				{
+					bestd[q] = d;
+					best[q] = c + j;
+				}
+			}
+	}
+#endif
+	for (; c < lists; c++)
+		for (uint32_t q = 0; q < nx; q++)
+		{
+			float		d = gi_km_place_distance(metric, cnorms, c,
+												 gi_km_dot(vec + (size_t) q * dim,
+														   centroids + (size_t) c * dim,
+														   dim));
+
+			if (d < bestd[q])
+			{
+				bestd[q] = d;
+				best[q] = c;
+			}
+		}
+	for (uint32_t q = 0; q < nx; q++)
+		out[q] = best[q];
+}
+
 /*
  * The list a row goes to when the access method places it (INSERT, and the
  * build's rows on the host): the centroid nearest by the metric in float,
@@ -435,33 +636,10 @@ uint32_t
 gi_host_nearest_list(const float *centroids, const float *cnorms, uint32_t lists,
 					 uint32_t dim, gi_metric metric, const float *vec)
 {
-	uint32_t	best = 0;
-	float		bestd = FLT_MAX;
+	uint32_t	list;
 
-	for (uint32_t c = 0; c < lists; c++)
-	{
-		const float *cv = centroids + (size_t) c * dim;
-		float		d;
-
-		switch (metric)
-		{
-			case GI_METRIC_L2:
-				d = cnorms[c] * cnorms[c] - 2.0f * gi_km_dot(vec, cv, dim);
-				break;
-			case GI_METRIC_IP:
-				d = -gi_km_dot(vec, cv, dim);
-				break;
-			default:
-				d = cnorms[c] > 0.0f ? -gi_km_dot(vec, cv, dim) / cnorms[c] : FLT_MAX;
-				break;
-		}
-		if (d < bestd)
-		{
-			bestd = d;
-			best = c;
-		}
-	}
-	return best;
+	gi_km_place4(centroids, cnorms, lists, dim, metric, vec, 1, &list);
+	return list;
 }
 
 /* what the tasks of one gi_host_nearest_lists call share */
@@ -486,10 +664,10 @@ gi_km_place_task(void *arg, uint32_t task, uint32_t worker)
 	uint32_t	end = job->n - i < GI_KM_CHUNK ? job->n : i + GI_KM_CHUNK;
 
 	(void) worker;
-	for (; i < end; i++)
-		job->out[i] = gi_host_nearest_list(job->centroids, job->cnorms, job->lists,
-										   job->dim, job->metric,
-										   job->vecs + (size_t) i * job->dim);
+	for (; i < end; i += 4)
+		gi_km_place4(job->centroids, job->cnorms, job->lists, job->dim, job->metric,
+					 job->vecs + (size_t) i * job->dim, end - i < 4 ? end - i : 4,
+					 job->out + i);
 	return GI_OK;
 }
 
