@@ -170,6 +170,42 @@ ORDER BY v <#> '{1:1,2:1,3:1,199999:1}/200000' LIMIT 4;
 RESET enable_seqscan;
 SELECT nnz(v) FROM sp_big ORDER BY id;
 
+-- items as stored: the extreme terms (4-byte varints), runs whose weights
+-- are all 1 (stored without weights) next to runs that are not, and rows
+-- split into several runs; every row, ranked by the index (the rows at
+-- distance >= 0 scored from the pages), equals a sequential scan
+CREATE TABLE sp_enc (id int, v spvec(16777216));
+INSERT INTO sp_enc VALUES
+	(1, '{1:1,16777216:1}/16777216'), (2, '{16777216:3}/16777216'),
+	(3, '{1:1,2:1,3:2}/16777216'), (4, '{128:1,129:1,16384:1,2097152:1}/16777216'),
+	(5, '{}/16777216');
+INSERT INTO sp_enc SELECT 6, spvec(ARRAY(SELECT generate_series(1, 3000, 2)),
+	ARRAY(SELECT 1::real FROM generate_series(1, 1500)), 16777216);
+INSERT INTO sp_enc SELECT 7, spvec(ARRAY(SELECT generate_series(2, 3000, 2)),
+	ARRAY(SELECT CASE WHEN i = 1200 THEN 2 ELSE 1 END::real FROM generate_series(1, 1500) i),
+	16777216);
+CREATE INDEX sp_enc_v ON sp_enc USING gpusparse (v);
+INSERT INTO sp_enc VALUES (8, '{1:1,16777215:1,16777216:1}/16777216');
+CREATE FUNCTION sp_enc_rank(q spvec, use_index bool) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+BEGIN
+	IF use_index THEN
+		SET LOCAL enable_seqscan = off;
+		SET LOCAL enable_sort = off;
+		SELECT string_agg(id || ':' || d, ',') INTO r FROM
+			(SELECT id, v <#> q AS d FROM sp_enc ORDER BY v <#> q LIMIT 100) s;
+	ELSE
+		SET LOCAL enable_indexscan = off;
+		SELECT string_agg(id || ':' || d, ',') INTO r FROM
+			(SELECT id, v <#> q AS d FROM sp_enc ORDER BY v <#> q, ctid LIMIT 100) s;
+	END IF;
+	RETURN r;
+END $$;
+SELECT q, sp_enc_rank(q, true) = sp_enc_rank(q, false) AS same, sp_enc_rank(q, true) AS ranked
+FROM unnest(ARRAY['{1:1,16777216:2}/16777216', '{3:1,2400:1,2401:1}/16777216',
+				  '{129:1,2097152:-1}/16777216', '{16777215:1}/16777216']::spvec[]) q;
+
 -- an operator class must give an spvec
 CREATE FUNCTION sp_bad_support(spvec) RETURNS real[] AS 'SELECT $1::real[]' LANGUAGE sql IMMUTABLE;
 CREATE OPERATOR CLASS sp_bad_ops FOR TYPE spvec USING gpusparse AS
@@ -177,7 +213,8 @@ CREATE OPERATOR CLASS sp_bad_ops FOR TYPE spvec USING gpusparse AS
 	FUNCTION 1 sp_bad_support(spvec);
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'sp_bad_ops';
 
-DROP TABLE sp_docs, sp_free, sp_big;
+DROP TABLE sp_docs, sp_free, sp_big, sp_enc;
+DROP FUNCTION sp_enc_rank;
 DROP FUNCTION sp_check, sp_batch_check, sp_random;
 DROP OPERATOR CLASS sp_bad_ops USING gpusparse;
 DROP FUNCTION sp_bad_support;

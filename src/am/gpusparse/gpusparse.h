@@ -39,7 +39,7 @@
 #include "spvec.h"
 
 #define GPUSPARSE_MAGIC		0x47535053	/* "GSPS" */
-#define GPUSPARSE_VERSION	1
+#define GPUSPARSE_VERSION	2
 #define GPUSPARSE_PAGE_ID	0xFF8C
 
 /* support function of a gpusparse operator class: (coltype) -> spvec */
@@ -68,23 +68,32 @@ typedef struct GpusparseMetaData
 	uint32		pad;
 } GpusparseMetaData;
 
-/* a run of one row's non-zeros: nnz terms, then nnz weights */
+/*
+ * A run of one row's non-zeros (gpusparse_pages.c encodes and decodes it):
+ * a flags byte, the ascending terms as varints (the first, then each gap),
+ * then the weights as float4, left out when all are 1 (GPUSPARSE_ITEM_UNIT).
+ */
 typedef struct GpusparseTupleData
 {
 	ItemPointerData heaptid;
 	uint16		nnz;
-	int32		data[FLEXIBLE_ARRAY_MEMBER];
+	uint8		data[FLEXIBLE_ARRAY_MEMBER];
 } GpusparseTupleData;
 
 typedef GpusparseTupleData *GpusparseTuple;
 
-#define GPUSPARSE_ITEM_SIZE(nnz) \
-	(offsetof(GpusparseTupleData, data) + (Size) (nnz) * (sizeof(int32) + sizeof(float4)))
+#define GPUSPARSE_ITEM_UNIT		0x01	/* every weight is 1: none stored */
+
+/* bytes of a term's varint at most (terms are below GPUSPARSE_MAX_DIM) */
+#define GPUSPARSE_TERM_BYTES_MAX	4
+
+/* the largest item of nnz pairs */
+#define GPUSPARSE_ITEM_SIZE_MAX(nnz) \
+	(offsetof(GpusparseTupleData, data) + 1 + \
+	 (Size) (nnz) * (GPUSPARSE_TERM_BYTES_MAX + sizeof(float4)))
 #define GPUSPARSE_ITEM_MAX_NNZ \
-	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpusparseTupleData, data)) / \
-			(sizeof(int32) + sizeof(float4))))
-#define GpusparseTupleTerms(t)		((t)->data)
-#define GpusparseTupleWeights(t)	((float4 *) ((t)->data + (t)->nnz))
+	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpusparseTupleData, data) - 1) / \
+			(GPUSPARSE_TERM_BYTES_MAX + sizeof(float4))))
 
 /* build phases shown in pg_stat_progress_create_index.subphase */
 #define GPUSPARSE_PHASE_WRITE	2
@@ -133,6 +142,9 @@ extern GiListRef gpusparse_chain_ref(void);
 extern void gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
 								 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
 								 void *arg);
+extern bool gpusparse_item_pairs(const GpusparseTupleData *t, Size itemsz, uint32 dim,
+								 int32 *terms, float4 *weights);
+extern void gpusparse_item_corrupt(Relation index, Size itemsz) pg_attribute_noreturn();
 
 /* gpusparse_build.c */
 extern IndexBuildResult *gpusparse_build(Relation heap, Relation index,

@@ -15,39 +15,22 @@ typedef struct LoadArg
 {
 	GiLoad	   *load;
 	uint32		dim;
+	int32		terms[GPUSPARSE_ITEM_MAX_NNZ];
+	float4		weights[GPUSPARSE_ITEM_MAX_NNZ];
 } LoadArg;
-
-/* a copy of an item as stored, with its size checked */
-static GpusparseTuple
-check_item(Relation index, const char *item, Size itemsz, uint32 dim)
-{
-	GpusparseTuple t = (GpusparseTuple) item;
-
-	if (itemsz < offsetof(GpusparseTupleData, data) ||
-		itemsz != GPUSPARSE_ITEM_SIZE(t->nnz))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gpusparse index \"%s\" has an item of %zu bytes",
-						RelationGetRelationName(index), itemsz)));
-	for (int i = 0; i < t->nnz; i++)
-		if (GpusparseTupleTerms(t)[i] < 0 || (uint32) GpusparseTupleTerms(t)[i] >= dim)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("gpusparse index \"%s\" has a term beyond its %u dimensions",
-							RelationGetRelationName(index), dim)));
-	return t;
-}
 
 static bool
 load_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
 {
 	LoadArg    *la = arg;
-	GpusparseTuple t = check_item(la->load->index, item, itemsz, la->dim);
-	uint64		key = gi_tid_key(&t->heaptid);
+	const GpusparseTupleData *t = (const GpusparseTupleData *) item;
+	uint64		key;
 
+	if (!gpusparse_item_pairs(t, itemsz, la->dim, la->terms, la->weights))
+		gpusparse_item_corrupt(la->load->index, itemsz);
+	key = gi_tid_key((ItemPointer) &t->heaptid);
 	for (int i = 0; i < t->nnz; i++)
-		if (!gi_load_emit(la->load, key, (uint32) GpusparseTupleTerms(t)[i],
-						  &GpusparseTupleWeights(t)[i]))
+		if (!gi_load_emit(la->load, key, (uint32) la->terms[i], &la->weights[i]))
 			return false;
 	return true;
 }
@@ -56,11 +39,12 @@ static void
 walk_chain(GiLoad *load, void *arg)
 {
 	BufferAccessStrategy bas = GetAccessStrategy(BAS_BULKREAD);
-	LoadArg		la;
+	LoadArg    *la = palloc(sizeof(LoadArg));
 
-	la.load = load;
-	la.dim = *(uint32 *) arg;
-	(void) gi_list_walk(load->index, gpusparse_chain_ref(), bas, load_item, &la);
+	la->load = load;
+	la->dim = *(uint32 *) arg;
+	(void) gi_list_walk(load->index, gpusparse_chain_ref(), bas, load_item, la);
+	pfree(la);
 	FreeAccessStrategy(bas);
 }
 

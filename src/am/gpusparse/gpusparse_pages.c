@@ -153,6 +153,16 @@ gpusparse_list_dir(GiListDir *dir)
 	dir->arg = NULL;
 }
 
+/* terms of a run with every weight 1 */
+static bool
+all_unit(const float4 *values, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (values[i] != 1.0f)
+			return false;
+	return true;
+}
+
 /*
  * The items of one row: runs of at most GPUSPARSE_ITEM_MAX_NNZ pairs, one
  * empty item for a row without non-zeros; emit gets each (the item is
@@ -164,20 +174,104 @@ gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
 					 void *arg)
 {
 	int			per = Min(v->nnz, GPUSPARSE_ITEM_MAX_NNZ);
-	GpusparseTuple item = palloc0(GPUSPARSE_ITEM_SIZE(per));
+	GpusparseTuple item = palloc0(GPUSPARSE_ITEM_SIZE_MAX(per));
 	const float4 *values = SPVEC_VALUES(v);
 	int			from = 0;
 
 	do
 	{
 		int			n = Min(per, v->nnz - from);
+		bool		unit = all_unit(values + from, n);
+		uint8	   *p = item->data;
+		uint32		prev = 0;
 
 		item->heaptid = *heaptid;
 		item->nnz = (uint16) n;
-		memcpy(GpusparseTupleTerms(item), v->indices + from, n * sizeof(int32));
-		memcpy(GpusparseTupleWeights(item), values + from, n * sizeof(float4));
-		emit(arg, item, GPUSPARSE_ITEM_SIZE(n));
+		*p++ = unit ? GPUSPARSE_ITEM_UNIT : 0;
+		for (int i = 0; i < n; i++)
+		{
+			uint32		t = (uint32) v->indices[from + i];
+			uint32		x = i == 0 ? t : t - prev;
+
+			prev = t;
+			while (x >= 0x80)
+			{
+				*p++ = (uint8) (x | 0x80);
+				x >>= 7;
+			}
+			*p++ = (uint8) x;
+		}
+		if (!unit)
+		{
+			memcpy(p, values + from, n * sizeof(float4));
+			p += n * sizeof(float4);
+		}
+		emit(arg, item, (Size) (p - (uint8 *) item));
 		from += n;
 	} while (from < v->nnz);
 	pfree(item);
+}
+
+/*
+ * Decode an item's pairs into terms[] and weights[] (room for t->nnz
+ * each): false when it is not a well-formed item of exactly itemsz bytes
+ * whose terms ascend below dim.
+ */
+bool
+gpusparse_item_pairs(const GpusparseTupleData *t, Size itemsz, uint32 dim,
+					 int32 *terms, float4 *weights)
+{
+	const uint8 *p = t->data;
+	const uint8 *end = (const uint8 *) t + itemsz;
+	uint8		flags;
+	uint64		term = 0;
+
+	if (itemsz < offsetof(GpusparseTupleData, data) + 1 ||
+		t->nnz > GPUSPARSE_ITEM_MAX_NNZ)
+		return false;
+	flags = *p++;
+	if ((flags & ~GPUSPARSE_ITEM_UNIT) != 0)
+		return false;
+	for (int i = 0; i < t->nnz; i++)
+	{
+		uint32		x = 0;
+		int			shift = 0;
+
+		do
+		{
+			if (p == end || shift >= 7 * GPUSPARSE_TERM_BYTES_MAX)
+				return false;
+			x |= (uint32) (*p & 0x7f) << shift;
+			shift += 7;
+		} while (*p++ & 0x80);
+		if (i > 0 && x == 0)
+			return false;		/* terms ascend strictly */
+		term = i == 0 ? x : term + x;
+		if (term >= dim)
+			return false;
+		terms[i] = (int32) term;
+	}
+	if (flags & GPUSPARSE_ITEM_UNIT)
+	{
+		for (int i = 0; i < t->nnz; i++)
+			weights[i] = 1.0f;
+	}
+	else
+	{
+		if ((Size) (end - p) < t->nnz * sizeof(float4))
+			return false;
+		memcpy(weights, p, t->nnz * sizeof(float4));
+		p += t->nnz * sizeof(float4);
+	}
+	return p == end;
+}
+
+void
+gpusparse_item_corrupt(Relation index, Size itemsz)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("gpusparse index \"%s\" has a malformed item of %zu bytes",
+					RelationGetRelationName(index), itemsz),
+			 errhint("REINDEX the index.")));
 }

@@ -157,22 +157,24 @@ tail_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
 	void	  **a = arg;
 	HTAB	   *rows = a[0];
 	const SpVec *q = a[1];
+	Relation	index = a[2];
 	const GpusparseTupleData *t = (const GpusparseTupleData *) item;
 	const float4 *qv = SPVEC_VALUES(q);
+	int32		terms[GPUSPARSE_ITEM_MAX_NNZ];
+	float4		weights[GPUSPARSE_ITEM_MAX_NNZ];
 	TailRow    *row;
 	bool		found;
 	int			i = 0;
 	int			j = 0;
 
-	if (itemsz < offsetof(GpusparseTupleData, data) ||
-		itemsz != GPUSPARSE_ITEM_SIZE(t->nnz))
-		elog(ERROR, "gpusparse item of %zu bytes", itemsz);
+	if (!gpusparse_item_pairs(t, itemsz, GPUSPARSE_MAX_DIM, terms, weights))
+		gpusparse_item_corrupt(index, itemsz);
 	row = hash_search(rows, &t->heaptid, HASH_ENTER, &found);
 	if (!found)
 		row->sum = 0.0;
 	while (i < t->nnz && j < q->nnz)
 	{
-		int32		ti = GpusparseTupleTerms(t)[i];
+		int32		ti = terms[i];
 
 		if (ti < q->indices[j])
 			i++;
@@ -180,7 +182,7 @@ tail_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
 			j++;
 		else
 		{
-			row->sum += (double) GpusparseTupleWeights(t)[i] * (double) qv[j];
+			row->sum += (double) weights[i] * (double) qv[j];
 			i++;
 			j++;
 		}
@@ -204,7 +206,7 @@ start_tail(IndexScanDesc scan)
 	HTAB	   *rows;
 	HASH_SEQ_STATUS seq;
 	TailRow    *row;
-	void	   *arg[2];
+	void	   *arg[3];
 	long		n;
 	uint32		m = 0;
 
@@ -216,6 +218,7 @@ start_tail(IndexScanDesc scan)
 					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	arg[0] = rows;
 	arg[1] = so->query;
+	arg[2] = scan->indexRelation;
 	gpusparse_walk_rows(scan->indexRelation, bas, tail_item, arg);
 	FreeAccessStrategy(bas);
 

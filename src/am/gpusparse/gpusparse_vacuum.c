@@ -20,5 +20,5 @@ gpusparse_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	gpusparse_list_dir(&dir);
 	return gi_lists_bulkdelete(info, stats, callback, callback_state, &dir,
-							   GPUSPARSE_ITEM_SIZE(GPUSPARSE_ITEM_MAX_NNZ));
+							   GPUSPARSE_ITEM_SIZE_MAX(GPUSPARSE_ITEM_MAX_NNZ));
 }
