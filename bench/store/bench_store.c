@@ -10,7 +10,8 @@
  *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
  *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
  *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
- *	 BENCH_PROFILE=B:P (build, then 3 searches of batch B, P probes: for ncu),
+ *	 BENCH_PROFILE=B:P[:R] (build, then R (3) searches of batch B, P probes: for
+ *	 ncu or nsys),
  *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop).
  *	 Works with a module without the profile, copy-helper and chunk hooks
  *	 (it runs one configuration and counts device bytes with the old
@@ -407,19 +408,20 @@ main(int argc, char **argv)
 	if (getenv("BENCH_ONLY_INGEST"))
 		return 0;
 
-	/* BENCH_PROFILE=B:P: only 3 searches of batch B with P probes, for a profiler */
+	/* BENCH_PROFILE=B:P[:R]: only R searches of batch B with P probes, for a profiler */
 	if (getenv("BENCH_PROFILE"))
 	{
 		unsigned	B = 10000;
 		unsigned	P = 16;
-		int			r;
+		unsigned	R = 3;
+		unsigned	r;
 
-		if (sscanf(getenv("BENCH_PROFILE"), "%u:%u", &B, &P) != 2 || B > NQ || P == 0)
+		if (sscanf(getenv("BENCH_PROFILE"), "%u:%u:%u", &B, &P, &R) < 2 || B > NQ || P == 0)
 		{
-			fprintf(stderr, "BENCH_PROFILE=B:P with B <= %u\n", NQ);
+			fprintf(stderr, "BENCH_PROFILE=B:P[:R] with B <= %u\n", NQ);
 			return 1;
 		}
-		for (r = 0; r < 3; r++)
+		for (r = 0; r < R; r++)
 		{
 			t0 = now_ms();
 			/* ncu --nvtx --nvtx-include "search/" profiles these calls only */

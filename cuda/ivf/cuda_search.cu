@@ -719,31 +719,36 @@ gi_k_merge(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
 		   const uint32_t *__restrict__ cn, uint32_t G, uint32_t k, uint32_t cap,
 		   gi_hit *hits, uint32_t *found)
 {
+	typedef cub::BlockScan<uint32_t, GI_CU_SCAN_THREADS> scan_t;
 	extern __shared__ __align__(16) unsigned char gi_smem[];
 	uint64_t   *sk = (uint64_t *) gi_smem;
 	float	   *sd = (float *) (sk + cap);
+	__shared__ typename scan_t::TempStorage scan_tmp;
 	__shared__ gi_topk_state ts;
 	__shared__ uint32_t pre[GI_CU_MAX_GROUPS + 1];
 	const uint32_t q = blockIdx.x;
 	const uint32_t tid = threadIdx.x;
-	uint32_t	total;
+	uint32_t	total = 0;
 	uint32_t	b;
 
 	gi_topk_init(ts);
-	if (tid == 0)
+	/* where each group's candidates start: a block-wide prefix sum */
+	for (b = 0; b < G; b += blockDim.x)
 	{
-		uint32_t	t = 0;
-		uint32_t	gg;
+		uint32_t	gg = b + tid;
+		uint32_t	c = gg < G ? cn[(size_t) q * G + gg] : 0;
+		uint32_t	x;
+		uint32_t	sum;
 
-		for (gg = 0; gg < G; gg++)
-		{
-			pre[gg] = t;
-			t += cn[(size_t) q * G + gg];
-		}
-		pre[G] = t;
+		scan_t(scan_tmp).ExclusiveSum(c, x, sum);
+		if (gg < G)
+			pre[gg] = total + x;
+		total += sum;
+		__syncthreads();		/* scan_tmp is reused */
 	}
+	if (tid == 0)
+		pre[G] = total;
 	__syncthreads();
-	total = pre[G];
 	for (b = 0; b < total; b += blockDim.x)
 	{
 		uint32_t	i = b + tid;
@@ -989,6 +994,22 @@ gi_cuda_ivf_set_scan(int mode)
 }
 
 /*
+ * Blocks a query on the directory scan: its slabs are dealt to the blocks
+ * whatever list they belong to, so unlike the chain walk (a group is a
+ * set of lists) the query is not held to one block a probed list; a
+ * block per SM spreads one query's slabs over the whole GPU.
+ */
+static uint32_t
+gi_cu_dir_groups(const gi_store *s, uint32_t qc, uint32_t G)
+{
+	uint32_t	g = gi_cu_div_up((uint32_t) s->dev->sms, qc);
+
+	if (g < G)
+		g = G;
+	return g > GI_CU_MAX_GROUPS ? GI_CU_MAX_GROUPS : g;
+}
+
+/*
  * Whether the few-query scan may take the slab directory: it is brought
  * up to date when the store did not change since the kind's last search
  * (a read-mostly store pays for the rebuild once; a store written between
@@ -1017,6 +1038,7 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(float))
 		+ GI_CU_SQ * sizeof(uint32_t);
 	bool		tiles;
+	bool		dir;
 	gi_status	st;
 
 	/*
@@ -1129,6 +1151,9 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 		}
 	}
 
+	dir = G >= GI_CU_DIR_MIN_GROUPS && gi_cu_ivf_dir_ready(s, iv);
+	if (dir)
+		G = gi_cu_dir_groups(s, qc, G);
 	a.cap = cap;
 	a.G = G;
 	a.hits = d_hits;
@@ -1139,7 +1164,7 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 		if (st != GI_OK)
 			return st;
 	}
-	if (G >= GI_CU_DIR_MIN_GROUPS && gi_cu_ivf_dir_ready(s, iv))
+	if (dir)
 		gi_k_scan_dir<<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(
 			a, (const uint32_t *) iv->dir.d_dir.p, (const uint32_t *) iv->dir.d_off.p);
 	else
