@@ -18,6 +18,25 @@
 
 #include "gi_device.h"
 #include "gi_shards.h"
+#include "host_pool.h"
+
+/* queries of a search from which the shards search at the same time */
+#define GI_SHARDS_PARALLEL_MIN	16
+
+/* what the tasks of one search fanned out to the shards share */
+typedef struct ShardSearchJob
+{
+	const gi_kind_ops *kops;
+	const GiShards *s;
+	const void *params;
+	uint32		nq;
+	const void *queries;
+	Size		query_bytes;
+	uint32		k;
+	gi_hit	  **hits;			/* per shard */
+	uint32	  **found;			/* per shard */
+	gi_status  *st;				/* per shard */
+} ShardSearchJob;
 
 static const gi_kind_ops *
 kind_ops(const GiShards *s)
@@ -272,6 +291,77 @@ gi_shards_delete(GiShards *s, uint32 n, const uint64 *keys, uint64 *ndeleted)
 	return st;
 }
 
+/*
+ * A pool task (host_pool.h, plain C): one shard's search into its own
+ * buffers.  Its status is kept, not returned, so that every shard runs;
+ * the caller searches a failed shard again on its own thread, where the
+ * backend's message belongs.
+ */
+static gi_status
+shard_search_task(void *arg, uint32_t task, uint32_t worker)
+{
+	ShardSearchJob *j = arg;
+
+	(void) worker;
+	j->st[task] = j->kops->search(j->s->shard[task].store, j->params, j->nq, j->queries,
+								  j->query_bytes, j->k, j->hits[task], j->found[task]);
+	return GI_OK;
+}
+
+/*
+ * Every shard's search at the same time, on the host backend's threads
+ * (each device object sets its own device on entry), then merged in shard
+ * order: the answer does not depend on which shard finished first.
+ */
+static gi_status
+search_parallel(GiShards *s, const void *params, uint32 nq, const void *queries,
+				Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
+{
+	ShardSearchJob j;
+	gi_hit	   *tmp = palloc(sizeof(gi_hit) * Max(k, 1));
+	gi_status	st = GI_OK;
+
+	j.kops = kind_ops(s);
+	j.s = s;
+	j.params = params;
+	j.nq = nq;
+	j.queries = queries;
+	j.query_bytes = query_bytes;
+	j.k = k;
+	j.hits = palloc(sizeof(gi_hit *) * s->n);
+	j.found = palloc(sizeof(uint32 *) * s->n);
+	j.st = palloc(sizeof(gi_status) * s->n);
+	j.hits[0] = hits;
+	j.found[0] = found;
+	for (int i = 1; i < s->n; i++)
+	{
+		j.hits[i] = palloc_extended(Max((Size) nq * k * sizeof(gi_hit), 1), MCXT_ALLOC_HUGE);
+		j.found[i] = palloc_extended(Max((Size) nq * sizeof(uint32), 1), MCXT_ALLOC_HUGE);
+	}
+	(void) gi_host_pool_run((uint32) s->n, (uint32) s->n, shard_search_task, &j);
+	for (int i = 0; i < s->n && st == GI_OK; i++)
+	{
+		if (j.st[i] != GI_OK)
+			j.st[i] = j.kops->search(s->shard[i].store, params, nq, queries, query_bytes, k,
+									 j.hits[i], j.found[i]);
+		st = j.st[i];
+		if (st == GI_OK && i > 0)
+			gi_hits_merge(hits, found, j.hits[i], j.found[i], nq, k, tmp);
+	}
+	if (st == GI_OK)
+		gi_hits_pad(hits, found, nq, k);
+	for (int i = 1; i < s->n; i++)
+	{
+		pfree(j.hits[i]);
+		pfree(j.found[i]);
+	}
+	pfree(j.hits);
+	pfree(j.found);
+	pfree(j.st);
+	pfree(tmp);
+	return st;
+}
+
 gi_status
 gi_shards_search(GiShards *s, const void *params, uint32 nq, const void *queries,
 				 Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
@@ -282,6 +372,8 @@ gi_shards_search(GiShards *s, const void *params, uint32 nq, const void *queries
 	gi_hit	   *tmp;
 	gi_status	st;
 
+	if (s->n > 1 && nq >= GI_SHARDS_PARALLEL_MIN)
+		return search_parallel(s, params, nq, queries, query_bytes, k, hits, found);
 	st = kops->search(s->shard[0].store, params, nq, queries, query_bytes, k, hits, found);
 	if (s->n == 1 || st != GI_OK)
 		return st;
