@@ -8,7 +8,8 @@
 # builds and installs gpuindex, makes 500,000 random 128-d rows (a gpuivf index of 700
 # lists) and, alternating 1 and 2 devices twice: the restart's store load with a first
 # search, the shards (service device / GPU ordinal : rows), the service's search stage of
-# five batches of 10,000 queries (probes 32), and an INSERT of 100,000 rows.  Writes
+# five batches of 10,000 queries (probes 32), and an INSERT of 100,000 rows (SCALE_DEVICES:
+# the device counts in turn, default "1 2 1 2").  Writes
 # OUTDIR/scale.txt.
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:?usage: one-vs-two-gpus.sh OUTDIR}
@@ -41,7 +42,7 @@ q "SELECT setseed(0.5); CREATE TABLE t AS SELECT i AS id, ARRAY(SELECT (random()
 q "CREATE TABLE qa AS SELECT array_agg(v ORDER BY id) AS a FROM (SELECT id, v FROM t WHERE id % 100 = 7 LIMIT 10000) s"
 q "CREATE TABLE extra AS SELECT id + 2000000 AS id, v FROM t WHERE id <= 100000"
 q "CREATE INDEX t_v ON t USING gpuivf (v real_l2_ops) WITH (lists = 700)"
-for dev in 1 2 1 2; do
+for dev in ${SCALE_DEVICES:-1 2 1 2}; do
   su $PG_USER -c "sed -i '/^gpuindex.devices/d' $D/data/postgresql.conf; echo 'gpuindex.devices = $dev' >> $D/data/postgresql.conf"
   pgs restart
   t0=$(now); q "SET gpuivf.probes = 32; SELECT count(*) FROM gpuivf_search('t_v', (SELECT a[1:1] FROM qa), 10)" >/dev/null; t1=$(now)
