@@ -200,11 +200,50 @@ gi_km_dot_4x2(const float *const *x, const float *c0, const float *c1,
 #endif
 
 /*
- * The nearest centroid of each of nx <= 4 samples x, x + dim, ... during
- * training (ties: lowest list), into out[q].
+ * How centroids are ranked for a sample: training's distance (squared L2,
+ * or 1 - dot for the spherical metrics), or the placement of a row by the
+ * index's metric from the centroids' norms (gi_host_nearest_list).
+ */
+typedef struct gi_km_rule
+{
+	bool		place;			/* placement; else training */
+	bool		spherical;		/* training: 1 - dot */
+	gi_metric	metric;			/* placement */
+	const float *cnorms;		/* placement */
+} gi_km_rule;
+
+/* the placement distance of a row to list c, from their dot product */
+static inline float
+gi_km_place_distance(gi_metric metric, const float *cnorms, uint32_t c, float dot)
+{
+	switch (metric)
+	{
+		case GI_METRIC_L2:
+			return cnorms[c] * cnorms[c] - 2.0f * dot;
+		case GI_METRIC_IP:
+			return -dot;
+		default:
+			return cnorms[c] > 0.0f ? -dot / cnorms[c] : FLT_MAX;
+	}
+}
+
+/* the rule's distance of sample x to centroid c (cv) */
+static inline float
+gi_km_rule_distance(const gi_km_rule *r, const float *x, const float *cv, uint32_t c,
+					uint32_t dim)
+{
+	if (r->place)
+		return gi_km_place_distance(r->metric, r->cnorms, c, gi_km_dot(x, cv, dim));
+	return gi_km_distance(r->spherical, x, cv, dim);
+}
+
+/*
+ * The nearest centroid by the rule of each of nx <= 4 samples x, x + dim,
+ * ... (ties: lowest list), into out[q].  Whole groups of four go through
+ * the tiles, whose distances have the bits of gi_km_rule_distance's.
  */
 static void
-gi_km_nearest4(bool spherical, const float *x, uint32_t nx, const float *centroids,
+gi_km_nearest4(const gi_km_rule *r, const float *x, uint32_t nx, const float *centroids,
 			   uint32_t k, uint32_t dim, uint32_t *out)
 {
 	float		bestd[4] = {FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX};
@@ -214,21 +253,22 @@ gi_km_nearest4(bool spherical, const float *x, uint32_t nx, const float *centroi
 	const float *xs[4] = {x, x + (nx > 1 ? dim : 0),
 		x + (nx > 2 ? 2 * (size_t) dim : 0), x + (nx > 3 ? 3 * (size_t) dim : 0)};
 
-	/* whole groups only: a lone row would pay for four */
+	/* whole groups only: a lone row (INSERT) would pay for four */
 	for (; nx == 4 && c + 2 <= k; c += 2)
 	{
 		const float *c0 = centroids + (size_t) c * dim;
 		float		d[8];
 
-		if (spherical)
+		if (!r->place && !r->spherical)
+			gi_km_l2sq_4x2(xs, c0, c0 + dim, dim, d);
+		else
 		{
 			gi_km_dot_4x2(xs, c0, c0 + dim, dim, d);
 			_Pragma("GCC unroll 8")
 			for (int p = 0; p < 8; p++)
-				d[p] = 1.0f - d[p];
+				d[p] = r->place ? gi_km_place_distance(r->metric, r->cnorms, c + (p & 1), d[p])
+					: 1.0f - d[p];
 		}
-		else
-			gi_km_l2sq_4x2(xs, c0, c0 + dim, dim, d);
 		for (uint32_t q = 0; q < nx; q++)
 			for (uint32_t j = 0; j < 2; j++)
 				if (d[2 * q + j] < bestd[q])
@@ -241,8 +281,8 @@ gi_km_nearest4(bool spherical, const float *x, uint32_t nx, const float *centroi
 	for (; c < k; c++)
 		for (uint32_t q = 0; q < nx; q++)
 		{
-			float		d = gi_km_distance(spherical, x + (size_t) q * dim,
-										   centroids + (size_t) c * dim, dim);
+			float		d = gi_km_rule_distance(r, x + (size_t) q * dim,
+												centroids + (size_t) c * dim, c, dim);
 
 			if (d < bestd[q])
 			{
@@ -314,6 +354,7 @@ gi_km_assign_task(void *arg, uint32_t task, uint32_t worker)
 	uint32_t	i = job->first + task * GI_KM_CHUNK;
 	uint32_t	end = job->end - i < GI_KM_CHUNK ? job->end : i + GI_KM_CHUNK;
 	bool		changed = false;
+	gi_km_rule	r = {false, job->spherical, GI_METRIC_L2, NULL};
 
 	(void) worker;
 	for (; i < end; i += 4)
@@ -321,7 +362,7 @@ gi_km_assign_task(void *arg, uint32_t task, uint32_t worker)
 		uint32_t	nx = end - i < 4 ? end - i : 4;
 		uint32_t	a[4];
 
-		gi_km_nearest4(job->spherical, job->samples + (size_t) i * job->dim, nx,
+		gi_km_nearest4(&r, job->samples + (size_t) i * job->dim, nx,
 					   job->centroids, job->k, job->dim, a);
 		for (uint32_t q = 0; q < nx; q++)
 		{
@@ -560,72 +601,6 @@ gi_host_kmeans_objective(gi_metric metric, uint32_t dim, const float *samples,
 	return total;
 }
 
-/* the placement distance of a row to list c, from their dot product */
-static inline float
-gi_km_place_distance(gi_metric metric, const float *cnorms, uint32_t c, float dot)
-{
-	switch (metric)
-	{
-		case GI_METRIC_L2:
-			return cnorms[c] * cnorms[c] - 2.0f * dot;
-		case GI_METRIC_IP:
-			return -dot;
-		default:
-			return cnorms[c] > 0.0f ? -dot / cnorms[c] : FLT_MAX;
-	}
-}
-
-/* gi_host_nearest_list for nx <= 4 rows vec, vec + dim, ...: into out[q] */
-static void
-gi_km_place4(const float *centroids, const float *cnorms, uint32_t lists,
-			 uint32_t dim, gi_metric metric, const float *vec, uint32_t nx,
-			 uint32_t *out)
-{
-	float		bestd[4] = {FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX};
-	uint32_t	best[4] = {0, 0, 0, 0};
-	uint32_t	c = 0;
-#ifdef GI_KM_VECTORS
-	const float *xs[4] = {vec, vec + (nx > 1 ? dim : 0),
-		vec + (nx > 2 ? 2 * (size_t) dim : 0), vec + (nx > 3 ? 3 * (size_t) dim : 0)};
-
-	/* whole groups only: a lone row (INSERT) would pay for four */
-	for (; nx == 4 && c + 2 <= lists; c += 2)
-	{
-		const float *c0 = centroids + (size_t) c * dim;
-		float		dot[8];
-
-		gi_km_dot_4x2(xs, c0, c0 + dim, dim, dot);
-		for (uint32_t q = 0; q < nx; q++)
-			for (uint32_t j = 0; j < 2; j++)
-			{
-				float		d = gi_km_place_distance(metric, cnorms, c + j, dot[2 * q + j]);
-
-				if (d < bestd[q])
-				{
-					bestd[q] = d;
-					best[q] = c + j;
-				}
-			}
-	}
-#endif
-	for (; c < lists; c++)
-		for (uint32_t q = 0; q < nx; q++)
-		{
-			float		d = gi_km_place_distance(metric, cnorms, c,
-												 gi_km_dot(vec + (size_t) q * dim,
-														   centroids + (size_t) c * dim,
-														   dim));
-
-			if (d < bestd[q])
-			{
-				bestd[q] = d;
-				best[q] = c;
-			}
-		}
-	for (uint32_t q = 0; q < nx; q++)
-		out[q] = best[q];
-}
-
 /*
  * The list a row goes to when the access method places it (INSERT, and the
  * build's rows on the host): the centroid nearest by the metric in float,
@@ -636,9 +611,10 @@ uint32_t
 gi_host_nearest_list(const float *centroids, const float *cnorms, uint32_t lists,
 					 uint32_t dim, gi_metric metric, const float *vec)
 {
+	gi_km_rule	r = {true, false, metric, cnorms};
 	uint32_t	list;
 
-	gi_km_place4(centroids, cnorms, lists, dim, metric, vec, 1, &list);
+	gi_km_nearest4(&r, vec, 1, centroids, lists, dim, &list);
 	return list;
 }
 
@@ -663,11 +639,12 @@ gi_km_place_task(void *arg, uint32_t task, uint32_t worker)
 	uint32_t	i = task * GI_KM_CHUNK;
 	uint32_t	end = job->n - i < GI_KM_CHUNK ? job->n : i + GI_KM_CHUNK;
 
+	gi_km_rule	r = {true, false, job->metric, job->cnorms};
+
 	(void) worker;
 	for (; i < end; i += 4)
-		gi_km_place4(job->centroids, job->cnorms, job->lists, job->dim, job->metric,
-					 job->vecs + (size_t) i * job->dim, end - i < 4 ? end - i : 4,
-					 job->out + i);
+		gi_km_nearest4(&r, job->vecs + (size_t) i * job->dim, end - i < 4 ? end - i : 4,
+					   job->centroids, job->lists, job->dim, job->out + i);
 	return GI_OK;
 }
 
