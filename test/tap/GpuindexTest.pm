@@ -6,6 +6,7 @@ package GpuindexTest;
 use strict;
 use warnings;
 
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 
 # a node with gpuindex in shared_preload_libraries on the device under test
@@ -116,6 +117,26 @@ sub all_ids_by_seqscan
 	my ($node) = @_;
 	return $node->safe_psql('postgres',
 		'SELECT string_agg(id::text, \',\' ORDER BY id) FROM t;');
+}
+
+# a backend killed with SIGKILL while it runs the DO block $do (inserts, a
+# COMMIT each), once $started is true; returns when the postmaster has reset
+# every process and the server answers again
+sub kill_backend_during
+{
+	my ($node, $do, $started) = @_;
+	my ($out, $err);
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-c', $do ],
+		'>', \$out, '2>', \$err);
+	$node->poll_query_until('postgres', $started)
+	  or die 'the inserts did not start';
+	my $victim = $node->safe_psql('postgres',
+		q(SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN FOR%' LIMIT 1));
+	kill 'KILL', $victim;
+	$h->finish;
+	$node->poll_query_until('postgres', 'SELECT true') or die 'no restart after the crash';
+	return;
 }
 
 # does the plan of an ordered query use the gpuivf index?

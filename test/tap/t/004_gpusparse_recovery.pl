@@ -38,17 +38,9 @@ $node->start;
 is(answers(1), answers(0), 'after an immediate shutdown the reloaded store answers as before');
 
 # a backend killed while inserting: the postmaster resets every process
-my $h = IPC::Run::start(
-	[ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-c',
-	  q(DO $$ BEGIN FOR i IN 5000 .. 1000000 LOOP INSERT INTO s SELECT i, rnd(); COMMIT; END LOOP; END $$) ],
-	'>', \my $out, '2>', \my $err);
-$node->poll_query_until('postgres', 'SELECT count(*) > 4100 FROM s')
-  or die 'the inserts did not start';
-my $victim = $node->safe_psql('postgres',
-	q(SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN FOR%' LIMIT 1));
-kill 'KILL', $victim;
-$h->finish;
-$node->poll_query_until('postgres', 'SELECT true') or die 'no restart after the crash';
+GpuindexTest::kill_backend_during($node,
+	q(DO $$ BEGIN FOR i IN 5000 .. 1000000 LOOP INSERT INTO s SELECT i, rnd(); COMMIT; END LOOP; END $$),
+	'SELECT count(*) > 4100 FROM s');
 is(answers(1), answers(0), 'after a backend crash');
 
 $node->stop;
