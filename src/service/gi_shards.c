@@ -292,8 +292,8 @@ gi_shards_delete(GiShards *s, uint32 n, const uint64 *keys, uint64 *ndeleted)
 }
 
 /*
- * A pool task (host_pool.h, plain C): one shard's search into its own
- * buffers.  Its status is kept, not returned, so that every shard runs;
+ * One shard's search into its own buffers (a task of the host backend's
+ * pool, host_pool.h, so plain C).  Its status is kept, not returned, so that every shard runs;
  * the caller searches a failed shard again on its own thread, where the
  * backend's message belongs.
  */
@@ -309,13 +309,14 @@ shard_search_task(void *arg, uint32_t task, uint32_t worker)
 }
 
 /*
- * Every shard's search at the same time, on the host backend's threads
- * (each device object sets its own device on entry), then merged in shard
- * order: the answer does not depend on which shard finished first.
+ * Every shard's search, at the same time on the host backend's threads
+ * (together; each device object sets its own device on entry) or in turn
+ * on this one, then merged in shard order: the answer does not depend on
+ * which shard finished first.
  */
 static gi_status
-search_parallel(GiShards *s, const void *params, uint32 nq, const void *queries,
-				Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
+search_shards(GiShards *s, const void *params, uint32 nq, const void *queries,
+			  Size query_bytes, uint32 k, gi_hit *hits, uint32 *found, bool together)
 {
 	ShardSearchJob j;
 	gi_hit	   *tmp = palloc(sizeof(gi_hit) * Max(k, 1));
@@ -338,7 +339,11 @@ search_parallel(GiShards *s, const void *params, uint32 nq, const void *queries,
 		j.hits[i] = palloc_extended(Max((Size) nq * k * sizeof(gi_hit), 1), MCXT_ALLOC_HUGE);
 		j.found[i] = palloc_extended(Max((Size) nq * sizeof(uint32), 1), MCXT_ALLOC_HUGE);
 	}
-	(void) gi_host_pool_run((uint32) s->n, (uint32) s->n, shard_search_task, &j);
+	if (together)
+		(void) gi_host_pool_run((uint32) s->n, (uint32) s->n, shard_search_task, &j);
+	else
+		for (int i = 0; i < s->n; i++)
+			(void) shard_search_task(&j, (uint32) i, 0);
 	for (int i = 0; i < s->n && st == GI_OK; i++)
 	{
 		if (j.st[i] != GI_OK)
@@ -366,33 +371,11 @@ gi_status
 gi_shards_search(GiShards *s, const void *params, uint32 nq, const void *queries,
 				 Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
 {
-	const gi_kind_ops *kops = kind_ops(s);
-	gi_hit	   *more;
-	uint32	   *more_found;
-	gi_hit	   *tmp;
-	gi_status	st;
-
-	if (s->n > 1 && nq >= GI_SHARDS_PARALLEL_MIN)
-		return search_parallel(s, params, nq, queries, query_bytes, k, hits, found);
-	st = kops->search(s->shard[0].store, params, nq, queries, query_bytes, k, hits, found);
-	if (s->n == 1 || st != GI_OK)
-		return st;
-
-	more = palloc_extended(Max((Size) nq * k * sizeof(gi_hit), 1), MCXT_ALLOC_HUGE);
-	more_found = palloc_extended(Max((Size) nq * sizeof(uint32), 1), MCXT_ALLOC_HUGE);
-	tmp = palloc(sizeof(gi_hit) * k);
-	for (int j = 1; j < s->n && st == GI_OK; j++)
-	{
-		st = kops->search(s->shard[j].store, params, nq, queries, query_bytes, k,
-						  more, more_found);
-		if (st == GI_OK)
-			gi_hits_merge(hits, found, more, more_found, nq, k, tmp);
-	}
-	gi_hits_pad(hits, found, nq, k);
-	pfree(more);
-	pfree(more_found);
-	pfree(tmp);
-	return st;
+	if (s->n == 1)
+		return kind_ops(s)->search(s->shard[0].store, params, nq, queries, query_bytes,
+								   k, hits, found);
+	return search_shards(s, params, nq, queries, query_bytes, k, hits, found,
+						 nq >= GI_SHARDS_PARALLEL_MIN);
 }
 
 bool
