@@ -309,10 +309,12 @@ shard_search_task(void *arg, uint32_t task, uint32_t worker)
 }
 
 /*
- * Every shard's search, at the same time on the host backend's threads
- * (together; each device object sets its own device on entry) or in turn
- * on this one, then merged in shard order: the answer does not depend on
- * which shard finished first.
+ * Every shard's search, at the same time (together) or in turn on this
+ * thread, then merged in shard order: the answer does not depend on which
+ * shard finished first.  Host shards share the host backend's threads
+ * (gpuindex.host_threads); shards on devices get a thread each whatever
+ * that setting, since their threads wait for the device rather than use a
+ * core (each device object sets its own device on entry).
  */
 static gi_status
 search_shards(GiShards *s, const void *params, uint32 nq, const void *queries,
@@ -339,8 +341,10 @@ search_shards(GiShards *s, const void *params, uint32 nq, const void *queries,
 		j.hits[i] = palloc_extended(Max((Size) nq * k * sizeof(gi_hit), 1), MCXT_ALLOC_HUGE);
 		j.found[i] = palloc_extended(Max((Size) nq * sizeof(uint32), 1), MCXT_ALLOC_HUGE);
 	}
-	if (together)
+	if (together && gi_ops == gi_host_backend())
 		(void) gi_host_pool_run((uint32) s->n, (uint32) s->n, shard_search_task, &j);
+	else if (together)
+		(void) gi_host_pool_run_each((uint32) s->n, shard_search_task, &j);
 	else
 		for (int i = 0; i < s->n; i++)
 			(void) shard_search_task(&j, (uint32) i, 0);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -242,6 +243,88 @@ test_pool_resize(void **state)
 		threads(sizes[i]);
 		job = run_counted(500, 64, 100);
 		assert_true(job.max_worker < sizes[i]);
+	}
+	single_thread();
+}
+
+/* tasks of gi_host_pool_run_each wait here until all of them have started */
+typedef struct meet_job
+{
+	uint32_t	ntasks;
+	uint32_t	started;		/* atomic */
+	uint32_t	met;			/* tasks that saw every other start (atomic) */
+	uint32_t	workers_seen;	/* bit per worker (atomic) */
+	uint32_t	fail_task;
+} meet_job;
+
+static gi_status
+meet_task(void *arg, uint32_t task, uint32_t worker)
+{
+	meet_job   *job = arg;
+	struct timespec ts = {0, 1000000};
+
+	__atomic_fetch_add(&job->started, 1, __ATOMIC_ACQ_REL);
+	if (worker < 32)
+		__atomic_fetch_or(&job->workers_seen, 1u << worker, __ATOMIC_RELAXED);
+	for (int i = 0; i < 10000; i++)
+	{
+		if (__atomic_load_n(&job->started, __ATOMIC_ACQUIRE) >= job->ntasks)
+		{
+			__atomic_fetch_add(&job->met, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (task == job->fail_task)
+	{
+		gi_host_set_error("task %u failed", task);
+		return GI_ERR_DEVICE;
+	}
+	return GI_OK;
+}
+
+/*
+ * run_each: every task on a worker of its own at the same time, whatever
+ * the thread setting (a task waits until all have started, which only
+ * they running together can do); the setting still bounds the next
+ * ordinary call.
+ */
+static void
+test_pool_each(void **state)
+{
+	static const uint32_t setting[] = {1, 2, 1, 5};
+	count_job	cj;
+
+	(void) state;
+	for (uint32_t i = 0; i < sizeof(setting) / sizeof(setting[0]); i++)
+	{
+		meet_job	job;
+
+		threads(setting[i]);
+		memset(&job, 0, sizeof(job));
+		job.ntasks = 4;
+		job.fail_task = i == 2 ? 3 : UINT32_MAX;
+		if (i == 2)
+			assert_int_equal(gi_host_pool_run_each(4, meet_task, &job), GI_ERR_DEVICE);
+		else
+			assert_int_equal(gi_host_pool_run_each(4, meet_task, &job), GI_OK);
+		assert_int_equal(job.started, 4);
+		assert_int_equal(job.met, 4);
+		assert_int_equal(job.workers_seen, 0xFu);
+
+		cj = run_counted(300, 64, 100);
+		assert_true(cj.max_worker < setting[i]);
+	}
+
+	/* one task, or inside a task: on the calling thread */
+	{
+		meet_job	job;
+
+		memset(&job, 0, sizeof(job));
+		job.ntasks = 1;
+		job.fail_task = UINT32_MAX;
+		assert_int_equal(gi_host_pool_run_each(1, meet_task, &job), GI_OK);
+		assert_int_equal(job.workers_seen, 1u);
 	}
 	single_thread();
 }
@@ -804,6 +887,7 @@ main(void)
 		cmocka_unit_test(test_pool_error),
 		cmocka_unit_test(test_pool_nested),
 		cmocka_unit_test(test_pool_resize),
+		cmocka_unit_test(test_pool_each),
 		cmocka_unit_test(test_pool_fork),
 		cmocka_unit_test(test_ivf_threads),
 		cmocka_unit_test(test_sparse_threads),

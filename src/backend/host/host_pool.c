@@ -280,13 +280,19 @@ gi_pool_run_inline(uint32_t ntasks, gi_host_task_fn fn, void *arg)
 	return GI_OK;
 }
 
+/*
+ * Run the tasks on `workers` workers, with at least `helpers` helpers
+ * running (helpers beyond that, started for an earlier call, stay idle).
+ */
 static gi_status
-gi_pool_run_parallel(uint32_t ntasks, uint32_t workers, gi_host_task_fn fn, void *arg)
+gi_pool_run_parallel(uint32_t ntasks, uint32_t workers, uint32_t helpers,
+					 gi_host_task_fn fn, void *arg)
 {
 	gi_host_pool *p = &gi_pool;
 	gi_status	st;
 
-	gi_pool_ensure(gi_host_pool_threads() - 1);
+	if (p->pid != getpid() || p->nthreads < helpers)
+		gi_pool_ensure(helpers);
 	if (p->nthreads == 0)
 		return gi_pool_run_inline(ntasks, fn, arg);
 	if (workers > p->nthreads + 1)
@@ -341,7 +347,21 @@ gi_host_pool_run(uint32_t ntasks, uint32_t max_workers, gi_host_task_fn fn, void
 	if (workers <= 1 || gi_pool_in_task || gi_pool_alone || ntasks >= GI_POOL_STOP ||
 		__atomic_exchange_n(&gi_pool_busy, true, __ATOMIC_ACQUIRE))
 		return gi_pool_run_inline(ntasks, fn, arg);
-	st = gi_pool_run_parallel(ntasks, workers, fn, arg);
+	st = gi_pool_run_parallel(ntasks, workers, gi_host_pool_threads() - 1, fn, arg);
+	__atomic_store_n(&gi_pool_busy, false, __ATOMIC_RELEASE);
+	return st;
+}
+
+gi_status
+gi_host_pool_run_each(uint32_t ntasks, gi_host_task_fn fn, void *arg)
+{
+	uint32_t	workers = ntasks < GI_HOST_POOL_MAX ? ntasks : GI_HOST_POOL_MAX;
+	gi_status	st;
+
+	if (workers <= 1 || gi_pool_in_task || gi_pool_alone || ntasks >= GI_POOL_STOP ||
+		__atomic_exchange_n(&gi_pool_busy, true, __ATOMIC_ACQUIRE))
+		return gi_pool_run_inline(ntasks, fn, arg);
+	st = gi_pool_run_parallel(ntasks, workers, workers - 1, fn, arg);
 	__atomic_store_n(&gi_pool_busy, false, __ATOMIC_RELEASE);
 	return st;
 }

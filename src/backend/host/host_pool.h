@@ -70,6 +70,13 @@ extern gi_status gi_host_pool_run(uint32_t ntasks, uint32_t max_workers,
 								  gi_host_task_fn fn, void *arg);
 
 /*
+ * The same with a worker for every task (at most GI_HOST_POOL_MAX) whatever
+ * the thread setting: for tasks that mostly wait for a device, not for a
+ * core.  Helpers started beyond the setting are kept for later calls.
+ */
+extern gi_status gi_host_pool_run_each(uint32_t ntasks, gi_host_task_fn fn, void *arg);
+
+/*
  * Test hook: the work below which calls stay on the calling thread
  * (0: none, every call with several tasks uses the threads).
  */
