@@ -12,7 +12,8 @@
 # the carried Debian source) and copies its results and logs into OUTDIR.
 #
 # Carried paths (ignored, from the Debian machine): .gpuhost/debs, .benchwheels (psycopg,
-# psycopg-binary for CPython 3.12), bench/.cache/src-trixie (pgvector's source).
+# psycopg-binary for CPython 3.12), bench/.cache/src-trixie (pgvector's source), and for
+# the Seismic peer .seismic311 (tools/gpu-host/fetch-seismic-python.sh).
 # Environment: BENCH_PYTHON [python3], BENCH_PG_PREFIX [/tmp/pg-sparse],
 # GPUINDEX_BENCH_DEVICE [cuda], BENCH_SUITE [sparse: bench/SUITE/run.sh, results
 # docs/benchmarks/SUITE-*], BENCH_COMMIT (the commit to report, where the copy of
@@ -59,6 +60,21 @@ export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 "$py" -c 'import psycopg; print("psycopg", psycopg.__version__, psycopg.pq.__impl__)' 2>&1 | tee -a "$out/host.txt" |
 	grep -q '^psycopg' || { echo "FATAL: psycopg does not import" | tee -a "$out/host.txt"; exit 1; }
 export BENCH_PYTHON=$py GPUINDEX_BENCH_DEVICE=$device PYTHONUNBUFFERED=1
+
+# Seismic's wheel is for CPython 3.11 only: Debian 12's 3.11 where it was carried
+# (tools/gpu-host/fetch-seismic-python.sh .seismic311)
+if [ -d "$root/.seismic311" ] && ! "$py" -c 'import seismic' 2>/dev/null; then
+	py311=/tmp/gpuindex-py311
+	rm -rf "$py311" && mkdir -p "$py311/root" "$py311/site"
+	for d in "$root"/.seismic311/*.deb; do dpkg -x "$d" "$py311/root"; done
+	tar xJf "$root/.seismic311/site311.tar.xz" -C "$py311/site"
+	printf '#!/bin/sh\nexec env PYTHONHOME=%s PYTHONPATH=%s %s "$@"\n' "$py311/root/usr" \
+		"$py311/site" "$py311/root/usr/bin/python3.11" >"$py311/python"
+	chmod -R a+rX "$py311" && chmod a+x "$py311/python"
+	"$py311/python" -c 'import sys, numpy, seismic; print("seismic under python", sys.version.split()[0], "numpy", numpy.__version__)' 2>&1 |
+		tee -a "$out/host.txt"
+	export BENCH_SEISMIC_PYTHON=$py311/python
+fi
 
 bash "$root/bench/$suite/run.sh" --device "$device" "$@" 2>&1 | tee "$out/run.log"
 rc=${PIPESTATUS[0]}

@@ -33,7 +33,9 @@ import gc
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -49,6 +51,7 @@ from gibench.cluster import Cluster  # noqa: E402
 from gibench.report import Report  # noqa: E402
 from gibench.stats import median, pct  # noqa: E402
 
+import seismic_peer  # noqa: E402
 import sparsedata  # noqa: E402
 import torch_ref  # noqa: E402
 
@@ -170,80 +173,74 @@ def run_scipy(ds, judge, a, rep, budget):
         f"{row['batch_qps'] or 0:.0f} QPS batch; recall {rec}")
 
 
+def seismic_python():
+    """The interpreter that runs Seismic: this one, else BENCH_SEISMIC_PYTHON, else None."""
+    try:
+        import seismic  # noqa: F401
+        return sys.executable
+    except ImportError:
+        other = os.environ.get("BENCH_SEISMIC_PYTHON")
+        if other and subprocess.run([other, "-c", "import numpy, seismic"],
+                                    capture_output=True).returncode == 0:
+            return other
+        return None
+
+
 def run_seismic(ds, judge, a, rep, budget):
-    import seismic
-    st = seismic.get_seismic_string()
-    large = ds.dim > 65535
-    Dataset = seismic.SeismicDatasetLV if large else seismic.SeismicDataset
-    Index = seismic.SeismicIndexLV if large else seismic.SeismicIndex
-    q = ds.queries
-    n = q.shape[0]
-    qids = np.array([str(i) for i in range(n)], dtype=st)
-    comps = [np.array([str(t) for t in q[i].indices], dtype=st) for i in range(n)]
-    vals = [q[i].data.astype(np.float32) for i in range(n)]
-    for bi, spec in enumerate(a.seismic_builds.split(",")):
-        npost, cf, se, mf = spec.split(":")
-        bname = f"n_postings {npost}, centroid_fraction {cf}, summary_energy {se}, max_fraction {mf}"
-        eng = f"seismic-{bi + 1}"
+    py = seismic_python()
+    if py is None:
+        why = "pyseismic-lsr imports neither here nor under BENCH_SEISMIC_PYTHON"
+        rep.add(engine="seismic-1", setting="skipped", exact_method="no (approximate)", notes=why)
+        rep.note(f"seismic skipped: {why}")
+        log(f"bench: seismic skipped: {why}")
+        return
+    seconds = max(1.0, budget.left()) if budget.seconds else 0
+    if py == sys.executable:
+        res = seismic_peer.measure([(o, b.indptr, b.indices, b.data) for o, b in ds.blocks],
+                                   ds.dim, (ds.queries.indptr, ds.queries.indices, ds.queries.data),
+                                   a.seismic_builds, a.seismic_search, a.repeats, K, seconds, log)
+    else:
+        # its only wheel may be for another Python: the collection goes over in a file
+        with tempfile.TemporaryDirectory(prefix="gpuindex-seismic-") as tmp:
+            data, spec, outp = (os.path.join(tmp, f) for f in ("data.npz", "spec.json", "out.json"))
+            t0 = time.perf_counter()
+            seismic_peer.save_input(data, ds.blocks, ds.queries, ds.dim)
+            log(f"bench: seismic runs under {py}; collection saved in "
+                f"{time.perf_counter() - t0:.1f} s")
+            with open(spec, "w") as f:
+                json.dump({"builds": a.seismic_builds, "searches": a.seismic_search,
+                           "repeats": a.repeats, "k": K, "seconds": seconds}, f)
+            r = subprocess.run([py, os.path.join(HERE, "seismic_peer.py"), data, spec, outp])
+            if r.returncode != 0 or not os.path.exists(outp):
+                rep.note(f"seismic under {py} failed (exit {r.returncode})")
+                return
+            with open(outp) as f:
+                res = json.load(f)
+    rep.env["pyseismic_lsr"] = res["version"] + ("" if py == sys.executable else f" ({py})")
+    for note in res["notes"]:
+        rep.note(note)
+    for run in res["runs"]:
+        eng = f"seismic-{run['build']}"
+        bi = run["build"] - 1
         plots.STYLE[eng] = (["tab:purple", "tab:pink", "tab:brown", "tab:olive"][bi % 4],
                             "v<>"[bi % 3])
-        plots.LABELS[eng] = f"{eng} (Seismic build {bi + 1}, approximate, no database)"
-        if not budget.ok(60):
-            rep.note(f"seismic: deadline reached before the build {bname}")
-            return
-        t0 = time.perf_counter()
-        dset = Dataset(dim=ds.dim)
-        for off, b in ds.blocks:
-            dset.add_documents_by_id([str(off + i) for i in range(b.shape[0])],
-                                     b.indices.astype(np.int64), b.data.astype(np.float32),
-                                     b.indptr.astype(np.int64))
-        load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        idx = Index.build_from_dataset(dset, n_postings=int(npost), centroid_fraction=float(cf),
-                                       summary_energy=float(se), max_fraction=float(mf))
-        build_s = time.perf_counter() - t0
-        del dset
-        log(f"bench: seismic build ({bname}): {build_s:.1f} s (+{load_s:.1f} s to load)")
-        for sspec in a.seismic_search.split(","):
-            qc, hf = sspec.split(":")
-            qc, hf = int(qc), float(hf)
-            if not budget.ok(20):
-                rep.note(f"seismic: deadline reached, settings from query_cut {qc}, "
-                         f"heap_factor {hf} on left out")
-                break
-            for i in range(min(20, n)):
-                idx.search(str(i), comps[i], vals[i], K, qc, hf)
-            passes, lat, found = [], [], None
-            for r in range(a.repeats):
-                t = time.perf_counter()
-                res = []
-                for i in range(n):
-                    s0 = time.perf_counter()
-                    res.append([int(x[2]) for x in idx.search(qids[i], comps[i], vals[i],
-                                                               K, qc, hf)])
-                    lat.append(time.perf_counter() - s0)
-                passes.append(time.perf_counter() - t)
-                found = res
-            bpasses = []
-            for r in range(a.repeats):
-                t = time.perf_counter()
-                bres = idx.batch_search(qids, comps, vals, K, qc, hf, num_threads=0)
-                bpasses.append(time.perf_counter() - t)
-            rec, exact, _ = judge.judge(found)
-            # batch_search answers in the order its threads finish: map by query id
-            bmap = {r[0][0]: [int(x[2]) for x in r] for r in bres if r}
-            brec, _, _ = judge.judge([bmap.get(str(i), []) for i in range(n)])
+        plots.LABELS[eng] = f"{eng} (Seismic build {run['build']}, approximate, no database)"
+        npost, cf, se, mf = run["spec"].split(":")
+        n = ds.queries.shape[0]
+        for st in run["settings"]:
+            qc, hf = st["query_cut"], st["heap_factor"]
+            rec, exact, _ = judge.judge(st["found"])
+            brec, _, _ = judge.judge(st["bfound"])
+            bp = st["bpasses"]
             row = qps_row(eng, f"n_postings {npost}, cf {cf}, se {se}, mf {mf}; "
-                          f"query_cut {qc}, heap_factor {hf}", n, passes, lat,
+                          f"query_cut {qc}, heap_factor {hf}", n, st["passes"], st["lat"],
                           knob="heap_factor", knob_value=hf, exact_method="no (approximate)",
-                          recall=rec, exact_share=exact, batch_recall=brec, build_s=build_s,
-                          batch_qps=n / median(bpasses), batch_ms=median(bpasses) * 1e3,
-                          batch_runs=";".join(f"{x:.4g}" for x in bpasses))
+                          recall=rec, exact_share=exact, batch_recall=brec, build_s=run["build_s"],
+                          batch_qps=n / median(bp), batch_ms=median(bp) * 1e3,
+                          batch_runs=";".join(f"{x:.4g}" for x in bp))
             rep.add(**row)
             log(f"bench: {eng} qc {qc} hf {hf}: {row['qps']:.0f} QPS, batch "
                 f"{row['batch_qps']:.0f}; recall {rec:.4f}")
-        del idx
-        gc.collect()
 
 
 def run_torch(ds, judge, a, rep, budget):
@@ -574,10 +571,7 @@ def main():
                           f"{s['man']['pages']} man pages ({s['man']['documents']} passages)")
     try:
         import scipy
-        import seismic  # noqa: F401
-        from importlib.metadata import version
         env["scipy"] = scipy.__version__
-        env["pyseismic_lsr"] = version("pyseismic-lsr")
     except Exception:
         pass
     env["torch"] = torch_ref.available()[1]
