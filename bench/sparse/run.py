@@ -403,6 +403,18 @@ def run_hnsw(cl, ds, judge, lits, a, rep, budget):
     conn.close()
 
 
+def wal_now(conn):
+    """The WAL position and the cluster's count of full-page images so far."""
+    conn.execute("SELECT pg_stat_force_next_flush()")     # this session's counts, reported
+    return conn.execute("SELECT pg_current_wal_insert_lsn(), wal_fpi FROM pg_stat_wal").fetchone()
+
+
+def wal_diff(conn, a, b):
+    """(bytes, full-page images) written from a to b."""
+    return (int(conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", (str(b[0]), str(a[0]))).fetchone()[0]),
+            int(b[1]) - int(a[1]))
+
+
 def run_updates(cl, ds, a, rep, budget, state):
     conn = db.connect(cl, jit="off")
     rng = np.random.default_rng(11)
@@ -422,19 +434,25 @@ def run_updates(cl, ds, a, rep, budget, state):
                 conn.execute("CREATE INDEX d_id_btree ON d (id)")
             conn.execute("VACUUM d")
         dels, vacs = [], []
+        wal = {"delete": [], "vacuum": []}
         for r in range(a.update_rounds):
             if not budget.ok(30):
                 rep.note(f"updates ({name}): deadline reached after {r} rounds")
                 break
             ids = np.sort(rng.choice(ds.n, size=min(a.deletes, ds.n), replace=False))
             conn.execute("CHECKPOINT")
+            w0 = wal_now(conn)
             t = time.perf_counter()
             cnt = conn.execute("DELETE FROM d USING unnest(%s::bigint[]) AS x(id) "
                                "WHERE d.id = x.id", (ids.tolist(),)).rowcount
             dels.append(time.perf_counter() - t)
+            w1 = wal_now(conn)
             t = time.perf_counter()
             conn.execute("VACUUM (INDEX_CLEANUP ON) d")
             vacs.append(time.perf_counter() - t)
+            w2 = wal_now(conn)
+            wal["delete"].append(wal_diff(conn, w0, w1))
+            wal["vacuum"].append(wal_diff(conn, w1, w2))
             assert cnt == len(ids), (cnt, len(ids))
             sparsedata.copy_into(conn, "d", ds, ids)           # put them back
             conn.execute("VACUUM d")
@@ -445,9 +463,14 @@ def run_updates(cl, ds, a, rep, budget, state):
                "total_s": median([d + v for d, v in zip(dels, vacs)]),
                "rounds": len(dels), "vacuum_runs": ";".join(f"{v:.4g}" for v in vacs),
                "delete_runs": ";".join(f"{v:.4g}" for v in dels)}
+        for ph in ("delete", "vacuum"):
+            row[f"{ph}_wal_mb"] = median([x[0] for x in wal[ph]]) / 1e6
+            row[f"{ph}_fpi"] = median([x[1] for x in wal[ph]])
         rep.add(**row)
         log(f"bench: updates ({name}): delete {row['delete_s']:.2f} s, vacuum "
-            f"{row['vacuum_s']:.2f} s (medians of {len(dels)})")
+            f"{row['vacuum_s']:.2f} s (medians of {len(dels)}); WAL delete "
+            f"{row['delete_wal_mb']:.1f} MB ({row['delete_fpi']:.0f} full pages), vacuum "
+            f"{row['vacuum_wal_mb']:.1f} MB ({row['vacuum_fpi']:.0f} full pages)")
     conn.close()
 
 
@@ -472,7 +495,8 @@ def finish(rep, ds, a):
     if upd:
         rep.table("Updates: DELETE + VACUUM (INDEX_CLEANUP ON), medians",
                   ["engine", "setting", "delete_s", "vacuum_s", "total_s", "rounds",
-                   "vacuum_runs"], upd)
+                   "vacuum_runs", "delete_wal_mb", "delete_fpi", "vacuum_wal_mb", "vacuum_fpi"],
+                  upd)
     gs = next((r for r in srch if r["engine"] == "gpusparse"), None)
     tg = []
     if gs and seq:
