@@ -104,6 +104,7 @@ main(int argc, char **argv)
 	gi_status	st;
 	double		per_list = (double) N / nlists;
 	double		d2d = 0.0;
+	double		h2d[2];
 
 	if (argc < 2)
 	{
@@ -118,7 +119,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "no usable CUDA backend in %s\n", argv[1]);
 		return 77;
 	}
-	if ((st = bandwidth((size_t) 1 << 30, &d2d, NULL, NULL)) != GI_OK || d2d <= 0.0)
+	if ((st = bandwidth((size_t) 1 << 30, &d2d, &h2d[0], &h2d[1])) != GI_OK || d2d <= 0.0)
 		die("bandwidth", st);
 	memset(&sp, 0, sizeof(sp));
 	sp.nlists = nlists;

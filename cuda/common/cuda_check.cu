@@ -542,9 +542,12 @@ gi_cuda_bandwidth(size_t bytes, double *d2d, double *h2d_pageable, double *h2d_p
 		st = GI_ERR_DEVICE;
 		goto out;
 	}
-	*d2d = 2.0 * bytes / (t[0][3] * 1e-3) / 1e9;
-	*h2d_pageable = bytes / (t[1][3] * 1e-3) / 1e9;
-	*h2d_pinned = bytes / (t[2][3] * 1e-3) / 1e9;
+	if (d2d)
+		*d2d = 2.0 * bytes / (t[0][3] * 1e-3) / 1e9;
+	if (h2d_pageable)
+		*h2d_pageable = bytes / (t[1][3] * 1e-3) / 1e9;
+	if (h2d_pinned)
+		*h2d_pinned = bytes / (t[2][3] * 1e-3) / 1e9;
 out:
 	if (a)
 		cudaFree(a);

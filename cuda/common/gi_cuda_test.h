@@ -97,7 +97,8 @@ typedef double (*gi_cuda_store_last_device_ms_fn) (gi_store *store);
 /*
  * Measured copy bandwidths in GB/s (bytes read + written for device to
  * device, bytes moved for host to device), medians of several copies of
- * `bytes`: the floors of the benchmarks are computed from these.
+ * `bytes`: the floors of the benchmarks are computed from these.  A NULL
+ * pointer skips that figure.
  */
 typedef gi_status (*gi_cuda_bandwidth_fn) (size_t bytes, double *d2d,
 										   double *h2d_pageable, double *h2d_pinned);

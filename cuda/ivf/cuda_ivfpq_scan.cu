@@ -33,36 +33,23 @@
 
 /*
  * Distance of slot `lane` of a slab (host_ivfpq.c's gi_host_pq_scan, then
- * gi_pq_select.h's gi_pq_finish): word w of the slot holds code bytes
- * 4w .. 4w+3; a code outside the codebook makes the host's sum NaN, so
- * +Inf here.
+ * gi_pq_select.h's gi_pq_finish): the list's constant plus the slot's
+ * table values in sub-space order; a code outside the codebook makes the
+ * host's sum NaN, so +Inf here.
  */
 __device__ __forceinline__ float
 gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W,
 					const float *lut, double base, double qn, uint32_t lane)
 {
-	const unsigned int *p = gi_slot_payload(data, lane);
 	double		acc = base;
 	bool		bad = false;
-	uint32_t	w;
 
-	for (w = 0; w < W; w++)
-	{
-		uint32_t	word = __ldcg(p + GI_SLAB_WORD(w));
-		uint32_t	nb = g.m - w * 4 < 4 ? g.m - w * 4 : 4;
-		const float *row = lut + (size_t) w * 4 * g.ksub;
-		uint32_t	j;
-
-		for (j = 0; j < nb; j++)
-		{
-			uint32_t	code = (word >> (8 * j)) & 0xFFu;
-
-			if (code < g.ksub)
-				acc = __dadd_rn(acc, (double) row[(size_t) j * g.ksub + code]);
-			else
-				bad = true;
-		}
-	}
+	gi_pq_slot_codes(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
+		if (code < g.ksub)
+			acc = __dadd_rn(acc, (double) lut[(size_t) sub * g.ksub + code]);
+		else
+			bad = true;
+	});
 	if (bad)
 		return __int_as_float(0x7f800000);
 	return gi_rank_float(gi_pq_finish((uint32_t) metric, acc, qn));
@@ -175,8 +162,7 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 			sbase = qc;
 		}
 		if (fresh && g.resid)
-			for (t = tid; t < nlut; t += blockDim.x)
-				lut[t] = gi_pq_lut_entry_staged(a.metric, g, rd, t);
+			gi_pq_fill_staged(a.metric, g, rd, lut);
 		else if (fresh)
 			for (t = tid; t < nlut; t += blockDim.x)
 				lut[t] = gi_pq_lut_entry(a.metric, g, qv, c, t);

@@ -33,23 +33,12 @@ gi_pq_sel_slot(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W
 			   const uint32_t *reward, double sum_tau, double unit, double qc,
 			   double qn, uint32_t lane)
 {
-	const unsigned int *p = gi_slot_payload(data, lane);
 	uint32_t	acc = 0;
 
-	for (uint32_t w = 0; w < W; w++)
-	{
-		uint32_t	word = __ldcg(p + GI_SLAB_WORD(w));
-		uint32_t	nb = g.m - w * 4 < 4 ? g.m - w * 4 : 4;
-		const uint32_t *row = reward + (size_t) w * 4 * g.ksub;
-
-		for (uint32_t j = 0; j < nb; j++)
-		{
-			uint32_t	code = (word >> (8 * j)) & 0xFFu;
-
-			if (code < g.ksub)
-				acc += row[(size_t) j * g.ksub + code];
-		}
-	}
+	gi_pq_slot_codes(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
+		if (code < g.ksub)
+			acc += reward[(size_t) sub * g.ksub + code];
+	});
 	return gi_rank_float(gi_pq_estimate((uint32_t) metric, acc, sum_tau, unit, qc, qn));
 }
 

@@ -10,6 +10,7 @@
 
 #include "cuda_ivfpq.h"
 #include "cuda_util.cuh"
+#include "cuda_walk.cuh"
 
 /* global-memory tables of one launch, at most (bytes) */
 #define GI_CU_PQ_LUT_BUDGET	((size_t) 256 << 20)
@@ -105,6 +106,109 @@ gi_pq_lut_entry_staged(int metric, const gi_pq_args &g, const double *rd, uint32
 			acc = __dadd_rn(acc, __dmul_rn(rs[j], (double) ev[j]));
 	}
 	return __double2float_rn(acc);
+}
+
+/* code words of a slot read before any is used (m <= 4 * this) */
+#define GI_PQ_WORDS_AHEAD	16
+
+/*
+ * visit(s, code) for each code of slot `lane` of a slab, in sub-space
+ * order: word w of the slot holds the codes of sub-spaces 4w .. 4w+3.  Up
+ * to GI_PQ_WORDS_AHEAD words are loaded before the first visit, so that
+ * their loads overlap.
+ */
+template <typename V>
+__device__ __forceinline__ void
+gi_pq_slot_codes(const gi_pq_args &g, const uint32_t *data, uint32_t W, uint32_t lane,
+				 V visit)
+{
+	const unsigned int *p = gi_slot_payload(data, lane);
+
+	if (W <= GI_PQ_WORDS_AHEAD)
+	{
+		uint32_t	ahead[GI_PQ_WORDS_AHEAD];
+
+#pragma unroll
+		for (uint32_t w = 0; w < GI_PQ_WORDS_AHEAD; w++)
+			ahead[w] = w < W ? __ldcg(p + GI_SLAB_WORD(w)) : 0u;
+#pragma unroll
+		for (uint32_t w = 0; w < GI_PQ_WORDS_AHEAD; w++)
+		{
+			const uint32_t nb = w < W ? (g.m - w * 4 < 4 ? g.m - w * 4 : 4) : 0;
+
+#pragma unroll
+			for (uint32_t j = 0; j < 4; j++)
+			{
+				if (j >= nb)
+					break;
+				visit(w * 4 + j, (ahead[w] >> (8 * j)) & 0xFFu);
+			}
+		}
+		return;
+	}
+	for (uint32_t w = 0; w < W; w++)
+	{
+		const uint32_t word = __ldcg(p + GI_SLAB_WORD(w));
+		const uint32_t nb = g.m - w * 4 < 4 ? g.m - w * 4 : 4;
+
+		for (uint32_t j = 0; j < nb; j++)
+			visit(w * 4 + j, (word >> (8 * j)) & 0xFFu);
+	}
+}
+
+/*
+ * The whole table from the staged query, the block's threads together:
+ * for 2-d sub-spaces each thread loads the entries of four rounds before
+ * computing them (the loads overlap), each entry computed as
+ * gi_pq_lut_entry_staged does; other sub-space sizes entry by entry.
+ */
+__device__ __forceinline__ void
+gi_pq_fill_staged(int metric, const gi_pq_args &g, const double *rd, float *lut)
+{
+	const uint32_t nlut = g.m * g.ksub;
+	const uint32_t nt = blockDim.x;
+	uint32_t	t0;
+
+	if (g.dsub != 2)
+	{
+		for (t0 = threadIdx.x; t0 < nlut; t0 += nt)
+			lut[t0] = gi_pq_lut_entry_staged(metric, g, rd, t0);
+		return;
+	}
+	for (t0 = threadIdx.x; t0 < nlut; t0 += 4 * nt)
+	{
+		float2		e[4];
+
+#pragma unroll
+		for (uint32_t i = 0; i < 4; i++)
+			if (t0 + i * nt < nlut)
+				e[i] = __ldg((const float2 *) g.books + t0 + i * nt);
+#pragma unroll
+		for (uint32_t i = 0; i < 4; i++)
+		{
+			const uint32_t t = t0 + i * nt;
+			const double *rs = rd + (size_t) (t / g.ksub) * 2;
+			double		acc = 0.0;
+
+			if (t >= nlut)
+				break;
+			if (metric == GI_METRIC_L2)
+			{
+				double		d0 = __dsub_rn(rs[0], (double) e[i].x);
+				double		d1;
+
+				acc = __dadd_rn(acc, __dmul_rn(d0, d0));
+				d1 = __dsub_rn(rs[1], (double) e[i].y);
+				acc = __dadd_rn(acc, __dmul_rn(d1, d1));
+			}
+			else
+			{
+				acc = __dadd_rn(acc, __dmul_rn(rs[0], (double) e[i].x));
+				acc = __dadd_rn(acc, __dmul_rn(rs[1], (double) e[i].y));
+			}
+			lut[t] = __double2float_rn(acc);
+		}
+	}
 }
 
 #endif							/* GI_CUDA_PQ_TABLE_CUH */
