@@ -72,8 +72,8 @@ typedef gi_status (*gi_cuda_store_set_insert_chunk_fn) (gi_store *store, uint32_
 #define GI_CUDA_STORE_SET_INSERT_CHUNK "gi_cuda_store_set_insert_chunk"
 
 /*
- * How the IVF kind's scan of few queries finds the slabs of the probed
- * lists: GI_CU_SCAN_AUTO (the slab directory when the store did not change
+ * How the IVF kind's scan of few queries and the IVF-PQ kind's scan find
+ * the slabs of the probed lists: GI_CU_SCAN_AUTO (the slab directory when the store did not change
  * since its last search, else the chain walk), GI_CU_SCAN_CHAINS (the
  * chain walk) or GI_CU_SCAN_DIR (the directory, rebuilt whenever stale).
  * Process-wide; tests compare the paths.

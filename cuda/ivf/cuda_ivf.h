@@ -135,6 +135,15 @@ extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
 								  uint32_t k, gi_hit *hits, uint32_t *found,
 								  gi_cu_fine_fn fine, void *arg);
 
+/*
+ * Whether a scan may take the slab directory iv->dir: it is brought up to
+ * date when the store did not change since the kind's last search (a
+ * read-mostly store pays for the rebuild once; a store written between
+ * its searches keeps the chain walk and rebuilds nothing).  Test hook
+ * gi_cuda_ivf_set_scan forces either way.
+ */
+extern bool gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv);
+
 /* free what the members of iv hold (not iv itself); the caller synchronised */
 extern void gi_cu_ivf_release(gi_cu_ivf *iv);
 

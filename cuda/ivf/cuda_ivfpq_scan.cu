@@ -55,6 +55,29 @@ gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint3
 	return gi_rank_float(gi_pq_finish((uint32_t) metric, acc, qn));
 }
 
+/*
+ * The block fills the queue with list l's slabs from the directory,
+ * entries from .. from + GI_CU_SQ of the list's; thread 0 sets the queue's
+ * length and where the next part starts (GI_NIL: none).  The caller
+ * synchronises before the queue is read.
+ */
+__device__ __forceinline__ void
+gi_pq_dir_queue(const gi_pq_args &g, uint32_t l, uint32_t from, uint32_t *queue,
+				uint32_t *qlen, uint32_t *next)
+{
+	const uint32_t b0 = g.dir_off[l];
+	const uint32_t n = g.dir_off[l + 1] - b0 - from;
+	const uint32_t len = n < GI_CU_SQ ? n : GI_CU_SQ;
+
+	for (uint32_t i = threadIdx.x; i < len; i += blockDim.x)
+		queue[i] = g.dir[b0 + from + i];
+	if (threadIdx.x == 0)
+	{
+		*qlen = len;
+		*next = n > GI_CU_SQ ? from + GI_CU_SQ : GI_NIL;
+	}
+}
+
 /* one warp scores one slab of the current list (SEL: from the list's rewards) */
 template <bool APPEND, bool SEL>
 __device__ __forceinline__ void
@@ -142,7 +165,9 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 					__dsub_rn((double) qv[t], (double) c[t]) : (double) qv[t];
 			__syncthreads();
 		}
-		if (tid == 0)
+		if (g.dir)
+			gi_pq_dir_queue(g, l, 0, queue, &qlen, &next);
+		else if (tid == 0)
 		{
 			uint32_t	cur = gi_list_head(a.lists, l);
 
@@ -190,7 +215,15 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 			__syncthreads();
 			if (!more)
 				break;
-			if (tid == 0)
+			if (g.dir)
+			{
+				const uint32_t from = next;
+
+				/* every thread read next above: change it only after a barrier */
+				__syncthreads();
+				gi_pq_dir_queue(g, l, from, queue, &qlen, &next);
+			}
+			else if (tid == 0)
 			{
 				uint32_t	cur = next;
 
@@ -346,6 +379,14 @@ gi_cu_pq_fine(gi_store *s, gi_cu_ivf *iv, uint32_t qc, const uint32_t *probe_lis
 			return st;
 		call->g.radii = call->pq->d_radii;
 		call->g.rcap = gi_pq_reward_max(call->pq->m);
+	}
+	/* the chain walk of one thread per list, or the directory when the store is read-mostly */
+	call->g.dir = NULL;
+	call->g.dir_off = NULL;
+	if (gi_cu_ivf_dir_ready(s, iv))
+	{
+		call->g.dir = (const uint32_t *) iv->dir.d_dir.p;
+		call->g.dir_off = (const uint32_t *) iv->dir.d_off.p;
 	}
 	memset(&a, 0, sizeof(a));
 	a.lists = s->d_lists;

@@ -27,6 +27,9 @@ struct gi_pq_args
 	uint32_t	dsub;
 	uint32_t	unit0;			/* unit of the launch's block 0 */
 	uint32_t	resid;			/* 1: the block stages the query (L2: q - c) in shared memory */
+	/* the store's slab directory (cuda_slabdir.h), or NULL: walk the chains */
+	const uint32_t *dir;
+	const uint32_t *dir_off;
 	/* the selective modes (gi_pq_select.h) */
 	const float *radii;			/* [GI_PQ_LEVELS x m x ksub] density table */
 	uint32_t	mode;			/* gi_pq_search_mode */

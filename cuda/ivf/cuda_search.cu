@@ -1009,13 +1009,8 @@ gi_cu_dir_groups(const gi_store *s, uint32_t qc, uint32_t G)
 	return g > GI_CU_MAX_GROUPS ? GI_CU_MAX_GROUPS : g;
 }
 
-/*
- * Whether the few-query scan may take the slab directory: it is brought
- * up to date when the store did not change since the kind's last search
- * (a read-mostly store pays for the rebuild once; a store written between
- * its searches keeps the chain walk and rebuilds nothing).
- */
-static bool
+/* see cuda_ivf.h */
+bool
 gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv)
 {
 	bool		stable = iv->dir_seen && iv->dir_seen_gen == s->gen;

@@ -746,6 +746,21 @@ test_pq_diff_small_books(void)
 	pq_diff(7, 12, 6, 200, scaled(250), 53);
 }
 
+/* the same with the scan taking the slab directory, rebuilt at every change */
+static void
+test_pq_diff_dir(void)
+{
+	if (cu_ivf_scan == NULL)
+	{
+		printf("no scan hook in this module: skipped\n");
+		return;
+	}
+	cu_ivf_scan(GI_CU_SCAN_DIR);
+	pq_diff(16, 24, 8, 256, scaled(250), 59);
+	pq_diff(7, 12, 6, 200, scaled(120), 61);
+	cu_ivf_scan(GI_CU_SCAN_AUTO);
+}
+
 static const test_case ivfpq_tests[] = {
 	{"ivfpq: invalid arguments and empty stores", test_pq_invalid, false},
 	{"ivfpq: metrics, probes, k, empty lists, deletes", test_pq_metrics, false},
@@ -755,6 +770,7 @@ static const test_case ivfpq_tests[] = {
 	{"ivfpq: set_state replaces codebooks and metric", test_pq_set_state, false},
 	{"ivfpq: random differential", test_pq_diff, false},
 	{"ivfpq: random differential, codes past the codebook", test_pq_diff_small_books, false},
+	{"ivfpq: random differential, slab directory", test_pq_diff_dir, false},
 };
 
 const test_suite ivfpq_suite = {ivfpq_tests, sizeof(ivfpq_tests) / sizeof(ivfpq_tests[0]), NULL};
