@@ -18,6 +18,22 @@
 
 #include "gpuivf.h"
 #include "gi_kmeans.h"
+#include "host_pool.h"
+#include "host_store.h"
+
+/* what the sub-spaces' trainings share (tasks of the host backend's pool) */
+typedef struct PqTrainJob
+{
+	const float4 *res;			/* n residuals of dim */
+	uint32		n;
+	uint32		dim;
+	uint32		dsub;
+	uint32		ksub;
+	float4	  **sub;			/* per worker: n * dsub */
+	void	  **ws;				/* per worker: k-means workspace */
+	float4	   *codebooks;
+	bool	   *stopped;		/* per sub-space: the training was interrupted */
+} PqTrainJob;
 
 /* the residual of vec in list: vec (unit length for cosine) minus the centroid */
 static void
@@ -31,11 +47,57 @@ residual(uint32 metric, const float4 *centroid, uint32 dim, const float4 *vec,
 		out[j] -= centroid[(Size) j];
 }
 
+/* a cancel or a terminate is pending: the trainings on the threads stop early */
+static bool
+pq_keep_going(void *arg)
+{
+	(void) arg;
+	return !QueryCancelPending && !ProcDiePending;
+}
+
+/*
+ * Sub-space s's codebook: k-means over the residuals' s-th sub-vectors
+ * (plain C on a pool thread: no PostgreSQL call, only the worker's
+ * buffers); entries past the centroids produced repeat the first one.
+ */
+static gi_status
+pq_train_task(void *arg, uint32_t s, uint32_t worker)
+{
+	PqTrainJob *j = arg;
+	float4	   *sub = j->sub[worker];
+	float4	   *book = j->codebooks + (Size) s * j->ksub * j->dsub;
+	gi_kmeans_params p;
+	uint32		k;
+
+	for (uint32 i = 0; i < j->n; i++)
+		memcpy(sub + (Size) i * j->dsub, j->res + (Size) i * j->dim + (Size) s * j->dsub,
+			   j->dsub * sizeof(float4));
+	memset(&p, 0, sizeof(p));
+	p.dim = j->dsub;
+	p.nlists = j->ksub;
+	p.iterations = GPUIVF_KMEANS_ITERATIONS;
+	p.metric = GI_METRIC_L2;
+	p.seed = GPUIVF_SEED;
+	p.keep_going = pq_keep_going;
+	k = gi_host_kmeans_train(&p, j->n, sub, book, j->ws[worker], NULL, NULL);
+	if (k == 0)
+	{
+		j->stopped[s] = true;
+		return GI_OK;
+	}
+	for (uint32 e = k; e < j->ksub; e++)
+		memcpy(book + (Size) e * j->dsub, book, j->dsub * sizeof(float4));
+	return GI_OK;
+}
+
 /*
  * Train the codebooks (qz->pq_ksub * dim floats, gi_kind_ivfpq.h order)
  * on up to GPUIVF_PQ_SAMPLES_PER_ENTRY * pq_ksub of the samples (not
  * modified).  A sub-space with fewer distinct residuals than entries
- * repeats its first entry, which the encoder never picks over it.
+ * repeats its first entry, which the encoder never picks over it.  The
+ * sub-spaces train at the same time on the host backend's threads, each
+ * exactly as alone; one a pending interrupt stopped trains again here
+ * once the interrupt, if harmless, was served.
  */
 void
 gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metric,
@@ -46,13 +108,14 @@ gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metri
 	uint32		ksub = qz->pq_ksub;
 	uint32		dsub = dim / m;
 	uint32		n = Min(nsamples, GPUIVF_PQ_SAMPLES_PER_ENTRY * ksub);
-	float4	   *res = palloc_extended((Size) n * dim * sizeof(float4), MCXT_ALLOC_HUGE);
-	float4	   *sub = palloc_extended((Size) n * dsub * sizeof(float4), MCXT_ALLOC_HUGE);
-	float4	   *book = palloc(sizeof(float4) * ksub * dsub);
+	uint32		workers = Min(gi_host_pool_threads(), m);
+	float4	   *res;
+	PqTrainJob	job;
 
 	memset(codebooks, 0, sizeof(float4) * ksub * dim);
 	if (n == 0)
 		return;
+	res = palloc_extended((Size) n * dim * sizeof(float4), MCXT_ALLOC_HUGE);
 	for (uint32 i = 0; i < n; i++)
 	{
 		const float4 *x = samples + (Size) i * dim;
@@ -62,20 +125,39 @@ gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metri
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	for (uint32 s = 0; s < m; s++)
-	{
-		uint32		k;
 
-		for (uint32 i = 0; i < n; i++)
-			memcpy(sub + (Size) i * dsub, res + (Size) i * dim + (Size) s * dsub,
-				   dsub * sizeof(float4));
-		k = gpuivf_kmeans(sub, (int) n, (int) dsub, (int) ksub, GI_METRIC_L2, book);
-		for (uint32 e = k; e < ksub; e++)
-			memcpy(book + (Size) e * dsub, book, dsub * sizeof(float4));
-		memcpy(codebooks + (Size) s * ksub * dsub, book, sizeof(float4) * ksub * dsub);
+	job.res = res;
+	job.n = n;
+	job.dim = dim;
+	job.dsub = dsub;
+	job.ksub = ksub;
+	job.codebooks = codebooks;
+	job.stopped = palloc0(sizeof(bool) * m);
+	job.sub = palloc(sizeof(float4 *) * workers);
+	job.ws = palloc(sizeof(void *) * workers);
+	for (uint32 w = 0; w < workers; w++)
+	{
+		job.sub[w] = palloc_extended((Size) n * dsub * sizeof(float4), MCXT_ALLOC_HUGE);
+		job.ws[w] = palloc_extended(gi_host_kmeans_workspace(n, dsub, ksub), MCXT_ALLOC_HUGE);
 	}
-	pfree(book);
-	pfree(sub);
+	(void) gi_host_pool_run(m, workers, pq_train_task, &job);
+	CHECK_FOR_INTERRUPTS();
+	for (uint32 s = 0; s < m; s++)
+		if (job.stopped[s])
+		{
+			job.stopped[s] = false;
+			(void) pq_train_task(&job, s, 0);
+			if (job.stopped[s])
+				elog(ERROR, "gpuivf: the codebook of sub-space %u could not be trained", s);
+		}
+	for (uint32 w = 0; w < workers; w++)
+	{
+		pfree(job.sub[w]);
+		pfree(job.ws[w]);
+	}
+	pfree(job.sub);
+	pfree(job.ws);
+	pfree(job.stopped);
 	pfree(res);
 }
 
