@@ -257,6 +257,9 @@ extern void gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim,
 							const GpuivfQuantizer *qz, float4 *codebooks);
 extern void gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list,
 							 const float4 *vec, uint8 *record);
+extern void gpuivf_pq_encode_batch(const GpuivfMeta *meta, uint32 n,
+								   const uint32 *lists, const float4 *vecs,
+								   uint8 *records);
 extern double gpuivf_exact_distance(uint32 metric, const float4 *a,
 									const float4 *b, uint32 dim);
 

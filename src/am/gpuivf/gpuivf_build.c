@@ -85,6 +85,7 @@ typedef struct GpuivfBuildState
 	float4	   *batch_vecs;		/* batch_cap * dim */
 	uint64	   *batch_keys;
 	uint32	   *batch_lists;
+	uint8	   *batch_codes;	/* pq: batch_cap * record_bytes */
 	bytea	   *payload;		/* one row's vector for the sort */
 	Tuplesortstate *sort;
 	TupleDesc	sortdesc;
@@ -350,13 +351,18 @@ flush_batch(GpuivfBuildState *bs)
 							  (gi_metric) bs->metric, bs->batch_n, bs->batch_vecs,
 							  bs->batch_lists);
 	}
+	if (bs->qz.quantizer == GPUIVF_QUANTIZER_PQ)
+	{
+		gpuivf_pq_encode_batch(&bs->pqmeta, bs->batch_n, bs->batch_lists, bs->batch_vecs,
+							   bs->batch_codes);
+	}
 	for (uint32 i = 0; i < bs->batch_n; i++)
 	{
 		const float4 *vec = bs->batch_vecs + (Size) i * bs->dim;
 
 		if (bs->qz.quantizer == GPUIVF_QUANTIZER_PQ)
-			gpuivf_pq_encode(&bs->pqmeta, bs->batch_lists[i], vec,
-							 (uint8 *) VARDATA(bs->payload));
+			memcpy(VARDATA(bs->payload), bs->batch_codes + (Size) i * bs->record_bytes,
+				   bs->record_bytes);
 		else
 			memcpy(VARDATA(bs->payload), vec, bs->dim * sizeof(float4));
 		ExecClearTuple(bs->slot);
@@ -660,6 +666,9 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 										MCXT_ALLOC_HUGE);
 		bs.batch_keys = palloc(sizeof(uint64) * bs.batch_cap);
 		bs.batch_lists = palloc(sizeof(uint32) * bs.batch_cap);
+		if (bs.qz.quantizer == GPUIVF_QUANTIZER_PQ)
+			bs.batch_codes = palloc_extended((Size) bs.batch_cap * bs.record_bytes,
+											 MCXT_ALLOC_HUGE);
 		bs.payload = palloc0(VARHDRSZ + bs.record_bytes);
 		SET_VARSIZE(bs.payload, VARHDRSZ + bs.record_bytes);
 		begin_sort(&bs);

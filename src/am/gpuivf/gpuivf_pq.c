@@ -161,6 +161,17 @@ gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metri
 	pfree(res);
 }
 
+/* the code of vec in list into record (rbytes, zero-padded); r: dim floats of scratch */
+static void
+encode_one(const GpuivfMeta *meta, uint32 list, const float4 *vec, float4 *r,
+		   uint8 *record, uint32 rbytes)
+{
+	memset(record, 0, rbytes);
+	residual(meta->metric, meta->centroids + (Size) list * meta->dim, meta->dim, vec, r);
+	gi_pq_encode(meta->codebooks, meta->pq_m, meta->pq_ksub, meta->dim / meta->pq_m,
+				 r, record);
+}
+
 /* the record of vec in list: its code, zero-padded to gpuivf_record_bytes */
 void
 gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list, const float4 *vec, uint8 *record)
@@ -168,11 +179,66 @@ gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list, const float4 *vec, uint8 *
 	float4	   *r = palloc(sizeof(float4) * meta->dim);
 
 	Assert(meta->quantizer == GPUIVF_QUANTIZER_PQ && list < meta->lists);
-	memset(record, 0, gpuivf_record_bytes(meta));
-	residual(meta->metric, meta->centroids + (Size) list * meta->dim, meta->dim, vec, r);
-	gi_pq_encode(meta->codebooks, meta->pq_m, meta->pq_ksub, meta->dim / meta->pq_m,
-				 r, record);
+	encode_one(meta, list, vec, r, record, gpuivf_record_bytes(meta));
 	pfree(r);
+}
+
+/* rows a task of the batch encoder takes */
+#define GPUIVF_PQ_ENCODE_TASK	256
+
+typedef struct PqEncodeJob
+{
+	const GpuivfMeta *meta;
+	uint32		n;
+	const uint32 *lists;
+	const float4 *vecs;
+	uint8	   *records;
+	uint32		rbytes;
+	float4	   *scratch;		/* per worker: dim floats */
+} PqEncodeJob;
+
+static gi_status
+pq_encode_task(void *arg, uint32_t task, uint32_t worker)
+{
+	PqEncodeJob *j = arg;
+	uint32		dim = j->meta->dim;
+	uint32		end = Min(j->n, (task + 1) * GPUIVF_PQ_ENCODE_TASK);
+
+	for (uint32 i = task * GPUIVF_PQ_ENCODE_TASK; i < end; i++)
+		encode_one(j->meta, j->lists[i], j->vecs + (Size) i * dim,
+				   j->scratch + (Size) worker * dim, j->records + (Size) i * j->rbytes,
+				   j->rbytes);
+	return GI_OK;
+}
+
+/*
+ * The records of n rows (vecs, their lists) into records, gpuivf_record_bytes
+ * each, on the host backend's threads: each row's code is the one
+ * gpuivf_pq_encode gives.
+ */
+void
+gpuivf_pq_encode_batch(const GpuivfMeta *meta, uint32 n, const uint32 *lists,
+					   const float4 *vecs, uint8 *records)
+{
+	uint32		ntasks = (n + GPUIVF_PQ_ENCODE_TASK - 1) / GPUIVF_PQ_ENCODE_TASK;
+	uint32		workers = Max(1, Min(gi_host_pool_threads(), ntasks));
+	PqEncodeJob job;
+
+	Assert(meta->quantizer == GPUIVF_QUANTIZER_PQ);
+	for (uint32 i = 0; i < n; i++)
+		if (lists[i] >= meta->lists)
+			elog(ERROR, "gpuivf: row %u of a batch names list %u of %u", i, lists[i],
+				 meta->lists);
+	job.meta = meta;
+	job.n = n;
+	job.lists = lists;
+	job.vecs = vecs;
+	job.records = records;
+	job.rbytes = gpuivf_record_bytes(meta);
+	job.scratch = palloc(sizeof(float4) * meta->dim * workers);
+	(void) gi_host_pool_run(ntasks, workers, pq_encode_task, &job);
+	pfree(job.scratch);
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*
