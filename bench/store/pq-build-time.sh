@@ -4,10 +4,11 @@
 #
 #   bash bench/store/pq-build-time.sh OUTDIR [A.so B.so ...]     # default: the checkout's
 #
-# PostgreSQL comes from the carried Debian packages (.gpuhost/debs); the table is 450,000
+# PostgreSQL comes from the carried Debian packages (.gpuhost/debs); the table holds
 # seeded random 128-d rows, the index 700 lists with the pq defaults; each build runs
 # twice, in turn, with client_min_messages = debug1 so that its phase times are printed,
 # and the index pages' md5 (page headers left out) shows whether the builds agree.
+# BENCH_ROWS (450000) sets the table's size, GPUINDEX_BENCH_DEVICE (cuda) the service's device.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 out=${1:?usage: pq-build-time.sh OUTDIR [A.so B.so ...]}
@@ -27,7 +28,7 @@ rm -rf $D && mkdir -p $D && chown "$PG_USER" $D
 su "$PG_USER" -c "LD_LIBRARY_PATH=$LD_LIBRARY_PATH $PG_BIN/initdb -D $D/data -A trust >/dev/null"
 cat >>$D/data/postgresql.conf <<CONF
 shared_preload_libraries = 'gpuindex'
-gpuindex.device = cuda
+gpuindex.device = ${GPUINDEX_BENCH_DEVICE:-cuda}
 shared_buffers = 8GB
 maintenance_work_mem = 4GB
 max_wal_size = 32GB
@@ -40,7 +41,7 @@ q() { su "$PG_USER" -c "LD_LIBRARY_PATH=$LD_LIBRARY_PATH $PG_BIN/psql -h $D -p 5
 pgs start
 q "CREATE EXTENSION gpuindex"
 q "CREATE EXTENSION pageinspect"
-q "SELECT setseed(0.5); CREATE TABLE t AS SELECT i AS id, ARRAY(SELECT (random() + (i % 97) * 0.05)::real FROM generate_series(1, 128) WHERE i > 0) AS v FROM generate_series(1, 450000) i"
+q "SELECT setseed(0.5); CREATE TABLE t AS SELECT i AS id, ARRAY(SELECT (random() + (i % 97) * 0.05)::real FROM generate_series(1, 128) WHERE i > 0) AS v FROM generate_series(1, ${BENCH_ROWS:-450000}) i"
 for r in 1 2; do
 	for so in "${mods[@]}"; do
 		cp --remove-destination "$so" "$lib/gpuindex.so"
@@ -50,5 +51,5 @@ for r in 1 2; do
 		q "DROP INDEX t_pq"
 	done
 done | tee "$out/pq-build-time.txt"
-cp /tmp/pq-build-checkout.so "$lib/gpuindex.so"
 pgs stop
+cp --remove-destination /tmp/pq-build-checkout.so "$lib/gpuindex.so"
