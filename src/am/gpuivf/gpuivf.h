@@ -242,6 +242,8 @@ extern void gpuivf_append(Relation index, uint32 record_bytes, GiListRef ref,
 						  ItemPointer heaptid, const void *record);
 
 /* gpuivf_kmeans.c */
+extern void gpuivf_kmeans_params(gi_kmeans_params *p, uint32 dim, uint32 lists,
+								 uint32 metric);
 extern uint32 gpuivf_kmeans(float4 *samples, int nsamples, int dim, int lists,
 							uint32 metric, float4 *centroids);
 extern void gpuivf_centroid_norms(const float4 *centroids, uint32 lists,

@@ -33,6 +33,18 @@ gpuivf_kmeans_check(void *arg)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/* the build's k-means settings: seeded, GPUIVF_KMEANS_ITERATIONS Lloyd iterations */
+void
+gpuivf_kmeans_params(gi_kmeans_params *p, uint32 dim, uint32 lists, uint32 metric)
+{
+	memset(p, 0, sizeof(*p));
+	p->dim = dim;
+	p->nlists = lists;
+	p->iterations = GPUIVF_KMEANS_ITERATIONS;
+	p->metric = metric;
+	p->seed = GPUIVF_SEED;
+}
+
 /*
  * Train up to `lists` centroids on the samples (which may be modified:
  * the spherical metrics normalise them in place).  Returns the number of
@@ -49,12 +61,7 @@ gpuivf_kmeans(float4 *samples, int nsamples, int dim, int lists,
 
 	if (nsamples <= 0)
 		return 0;
-	memset(&p, 0, sizeof(p));
-	p.dim = (uint32) dim;
-	p.nlists = (uint32) lists;
-	p.iterations = GPUIVF_KMEANS_ITERATIONS;
-	p.metric = metric;
-	p.seed = GPUIVF_SEED;
+	gpuivf_kmeans_params(&p, (uint32) dim, (uint32) lists, metric);
 	ws = palloc_extended(gi_host_kmeans_workspace((uint32) nsamples, (uint32) dim,
 												  (uint32) lists),
 						 MCXT_ALLOC_HUGE);

@@ -72,12 +72,7 @@ pq_train_task(void *arg, uint32_t s, uint32_t worker)
 	for (uint32 i = 0; i < j->n; i++)
 		memcpy(sub + (Size) i * j->dsub, j->res + (Size) i * j->dim + (Size) s * j->dsub,
 			   j->dsub * sizeof(float4));
-	memset(&p, 0, sizeof(p));
-	p.dim = j->dsub;
-	p.nlists = j->ksub;
-	p.iterations = GPUIVF_KMEANS_ITERATIONS;
-	p.metric = GI_METRIC_L2;
-	p.seed = GPUIVF_SEED;
+	gpuivf_kmeans_params(&p, j->dsub, j->ksub, GI_METRIC_L2);
 	p.keep_going = pq_keep_going;
 	k = gi_host_kmeans_train(&p, j->n, sub, book, j->ws[worker], NULL, NULL);
 	if (k == 0)
@@ -225,10 +220,10 @@ gpuivf_pq_encode_batch(const GpuivfMeta *meta, uint32 n, const uint32 *lists,
 	PqEncodeJob job;
 
 	Assert(meta->quantizer == GPUIVF_QUANTIZER_PQ);
+#ifdef USE_ASSERT_CHECKING
 	for (uint32 i = 0; i < n; i++)
-		if (lists[i] >= meta->lists)
-			elog(ERROR, "gpuivf: row %u of a batch names list %u of %u", i, lists[i],
-				 meta->lists);
+		Assert(lists[i] < meta->lists);
+#endif
 	job.meta = meta;
 	job.n = n;
 	job.lists = lists;
