@@ -7,9 +7,11 @@
  *		k <= GI_CU_FAST_K, the sort path above).
  *
  * A block of 8 warps handles a unit (query, group of its probed lists)
- * and takes the group's lists one at a time: one thread walks the list's
- * chain ahead into a shared queue while the block fills the table (in
- * shared memory when it fits, else in a global slice per block); then
+ * and takes the group's lists one at a time: the list's slabs go into a
+ * shared queue (copied by the block from the store's slab directory when
+ * the store is read-mostly, else walked ahead along the chain by one
+ * thread) while the block fills the table (in shared memory when it fits,
+ * else in a global slice per block); then
  * each warp scores a queued slab, lane i slot i, bitmap first (empty slabs
  * skipped), one coalesced load per 4 code bytes, keys read only for valid
  * slots.  The selective modes (cuda_pq_select.cuh) are the same kernel
