@@ -17,9 +17,11 @@ Engines (--engines, in this order):
   hnsw       pgvector sparsevec HNSW (m 16, ef_construction 64, sparsevec_ip_ops) on a
              copy of the table; 1 client over a sweep of hnsw.ef_search (approximate)
   updates    DELETE of --deletes random rows + VACUUM (INDEX_CLEANUP ON) with the
-             gpusparse index, then with a btree on id alone (what any index costs), then
-             on the table without any index (the heap's own vacuum time), medians of
-             --update-rounds rounds (rows re-inserted between rounds)
+             gpusparse index (its dead-row log as created, then vacuum_log_limit 0:
+             pages changed at every VACUUM), then with a btree on id alone (what any
+             index costs), then on the table without any index (the heap's own vacuum
+             time), medians and means of --update-rounds rounds (rows re-inserted
+             between rounds; the means include the rounds that empty the log)
 
 Recall@10 is score-aware against the exact answer (scipy, float64): a returned id counts
 when its exact score reaches the reference's 10th score (within 1e-5 relative), so equal
@@ -421,13 +423,17 @@ def run_updates(cl, ds, a, rep, budget, state):
     phases = []
     if state.get("gpusparse_index"):
         phases.append(("gpusparse", True))
+        # the pages changed at every VACUUM, as before the dead-row log
+        phases.append(("gpusparse, vacuum_log_limit 0", "nolog"))
     else:
         rep.note("updates: no gpusparse index (engine not run or failed): heap only")
     if a.btree_reference:
         phases.append(("btree (id) only", "btree"))
     phases.append(("heap only", False))
     for name, with_index in phases:
-        if with_index is not True:
+        if with_index == "nolog":
+            conn.execute("ALTER INDEX d_v_idx SET (vacuum_log_limit = 0)")
+        elif with_index is not True:
             conn.execute("DROP INDEX IF EXISTS d_v_idx")
             conn.execute("DROP INDEX IF EXISTS d_id_btree")
             if with_index == "btree":
@@ -461,6 +467,8 @@ def run_updates(cl, ds, a, rep, budget, state):
         row = {"engine": f"updates: {name}", "setting": f"DELETE {a.deletes} random rows + "
                "VACUUM (INDEX_CLEANUP ON)", "delete_s": median(dels), "vacuum_s": median(vacs),
                "total_s": median([d + v for d, v in zip(dels, vacs)]),
+               "vacuum_mean_s": sum(vacs) / len(vacs),
+               "total_mean_s": sum(d + v for d, v in zip(dels, vacs)) / len(dels),
                "rounds": len(dels), "vacuum_runs": ";".join(f"{v:.4g}" for v in vacs),
                "delete_runs": ";".join(f"{v:.4g}" for v in dels)}
         for ph in ("delete", "vacuum"):
@@ -494,7 +502,8 @@ def finish(rep, ds, a):
     upd = [r for r in rows if str(r.get("engine", "")).startswith("updates")]
     if upd:
         rep.table("Updates: DELETE + VACUUM (INDEX_CLEANUP ON), medians",
-                  ["engine", "setting", "delete_s", "vacuum_s", "total_s", "rounds",
+                  ["engine", "setting", "delete_s", "vacuum_s", "total_s", "vacuum_mean_s",
+                   "total_mean_s", "rounds",
                    "vacuum_runs", "delete_wal_mb", "delete_fpi", "vacuum_wal_mb", "vacuum_fpi"],
                   upd)
     gs = next((r for r in srch if r["engine"] == "gpusparse"), None)
@@ -515,12 +524,14 @@ def finish(rep, ds, a):
     if ui and uh:
         xv = ui["vacuum_s"] / uh["vacuum_s"]
         xt = ui["total_s"] / uh["total_s"]
+        xm = ui["vacuum_mean_s"] / uh["vacuum_mean_s"]
         tg.append({"target": "DELETE 10K + VACUUM (INDEX_CLEANUP ON) within 2x of the heap's own",
-                   "measured": f"VACUUM {xv:.2f}x ({ui['vacuum_s']:.2f} / {uh['vacuum_s']:.2f} s); "
-                               f"DELETE + VACUUM {xt:.2f}x ({ui['total_s']:.2f} / "
-                               f"{uh['total_s']:.2f} s)",
-                   "met": "yes" if xv <= 2 and xt <= 2 else
-                          ("VACUUM alone yes, with the DELETE no" if xv <= 2 else "no")})
+                   "measured": f"VACUUM {xv:.2f}x ({ui['vacuum_s']:.3f} / {uh['vacuum_s']:.3f} s, "
+                               f"medians), {xm:.2f}x by the means over rounds; "
+                               f"DELETE + VACUUM {xt:.2f}x ({ui['total_s']:.3f} / "
+                               f"{uh['total_s']:.3f} s)",
+                   "met": "yes" if max(xv, xm) <= 2 and xt <= 2 else
+                          ("VACUUM alone yes, with the DELETE no" if max(xv, xm) <= 2 else "no")})
     if tg:
         rep.table("Targets", ["target", "measured", "met"], tg)
     rep.plot(lambda rows, stem: plots.recall_qps(

@@ -289,12 +289,59 @@ extern void gi_chain_build_add(GiChainBuild *cb, uint32 list,
 							   const void *item, Size itemsz);
 extern void gi_chain_build_end(GiChainBuild *cb, const GiListDir *dir);
 
+/* ---- dead rows kept apart from the pages (gi_deadlog.c) ---- */
+
+/*
+ * The head of an index's dead-row log, an item on a page of the AM's
+ * choosing (it begins with the log's own list head).  VACUUM records the
+ * heap TIDs of dead rows there, each with the VACUUM's generation, instead
+ * of removing their items from the pages; an item whose TID the log holds
+ * with a generation above the item's own is dead.  Once the log holds
+ * limit_percent of the items, a VACUUM removes the dead items from the
+ * pages and empties the log (docs/architecture.md, "Dead-row log").
+ */
+typedef struct GiDeadLogHeadData
+{
+	GiListHeadData chain;		/* the log's pages */
+	uint32		generation;		/* every ambulkdelete bumps it */
+	uint32		pad;
+	uint64		entries;		/* TIDs logged since the log was emptied */
+	uint64		items;			/* live items the last VACUUM counted */
+} GiDeadLogHeadData;
+
+/* how an AM's pages use the log */
+typedef struct GiDeadLogSpec
+{
+	GiListRef	head;			/* the GiDeadLogHeadData */
+	uint16		page_id;		/* the AM's, for the log's pages */
+	Size		gen_offset;		/* where an item keeps its uint32 generation */
+	int			limit_percent;	/* 0: remove dead items at every VACUUM */
+} GiDeadLogSpec;
+
+typedef struct GiDeadLog GiDeadLog;
+
+extern void gi_deadlog_init_head(GiDeadLogHeadData *head);
+extern uint32 gi_deadlog_generation(Relation index, GiListRef head);
+extern GiDeadLog *gi_deadlog_read(Relation index, GiListRef head);
+extern bool gi_deadlog_kills(const GiDeadLog *log, const char *item,
+							 Size gen_offset);
+extern void gi_deadlog_free(GiDeadLog *log);
+extern uint32 gi_deadlog_bump(Relation index, GiListRef head,
+							  GiDeadLogHeadData *before);
+extern void gi_deadlog_append(Relation index, const GiDeadLogSpec *spec,
+							  uint32 generation, const uint64 *keys, uint32 n);
+extern void gi_deadlog_account(Relation index, GiListRef head, uint64 added,
+							   uint64 items);
+extern void gi_deadlog_clear(Relation index, const GiDeadLogSpec *spec,
+							 uint64 items);
+
 extern IndexBulkDeleteResult *gi_lists_bulkdelete(IndexVacuumInfo *info,
 												  IndexBulkDeleteResult *stats,
 												  IndexBulkDeleteCallback callback,
 												  void *callback_state,
 												  const GiListDir *dir,
-												  Size itemsz);
+												  Size itemsz,
+												  const GiDeadLogSpec *deadlog);
 extern IndexBulkDeleteResult *gi_lists_vacuumcleanup(IndexVacuumInfo *info,
 													 IndexBulkDeleteResult *stats);
 

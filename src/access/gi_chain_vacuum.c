@@ -17,6 +17,11 @@
  * one batch while the pass goes on over the next pages.  The metapage's
  * GI_PAGE_SETTLED says that no deleted page waits for the free space map,
  * so that the cleanup pass need not read every page to find one.
+ *
+ * An AM with a dead-row log (gi_deadlog.c) has its pages only read: the
+ * dead rows' TIDs go to the log, then their keys to the store; once the
+ * log is full, one VACUUM removes the items of the rows of the log and of
+ * this VACUUM from the pages as above, then empties the log.
  */
 #include "postgres.h"
 
@@ -149,11 +154,17 @@ unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
 	return done;
 }
 
-/* one list's chain; itemsz: the MAXALIGN'd size an append needs */
+/*
+ * One list's chain; itemsz: the MAXALIGN'd size an append needs.  Items
+ * the dead-row log kills (none without a log) go from the page too, their
+ * keys not to the store (the store dropped them when they were logged, and
+ * their TIDs may belong to new rows now).  Adds the live items to *live.
+ */
 static void
 vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			IndexBulkDeleteCallback callback, void *callback_state,
-			GiListRef ref, Size itemsz, GiDeleteSender *ds)
+			GiListRef ref, Size itemsz, GiDeleteSender *ds,
+			const GiDeadLog *log, Size gen_offset, uint64 *live)
 {
 	Relation	index = info->index;
 	BlockNumber blkno;
@@ -199,22 +210,26 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			ItemPointer heaptid = (ItemPointer) PageGetItem(page, PageGetItemId(page, off));
+			char	   *item = PageGetItem(page, PageGetItemId(page, off));
+			ItemPointer heaptid = (ItemPointer) item;
 
-			if (callback(heaptid, callback_state))
+			if (gi_deadlog_kills(log, item, gen_offset))
+				deletable[ndeletable++] = off;
+			else if (callback(heaptid, callback_state))
 			{
 				deletable[ndeletable++] = off;
 				ds->keys[ds->filling][ds->n++] = gi_tid_key(heaptid);
+				stats->tuples_removed += 1;
 			}
 			else
+			{
 				stats->num_index_tuples += 1;
+				*live += 1;
+			}
 		}
 
 		if (ndeletable > 0)
-		{
 			delete_items(index, buf, deletable, ndeletable);
-			stats->tuples_removed += ndeletable;
-		}
 
 		roomy = PageGetFreeSpace(page) >= itemsz;
 		empty = blkno != start && PageGetMaxOffsetNumber(page) == 0;
@@ -260,36 +275,158 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		gi_list_set_insert_page(index, ref, firstFree);
 }
 
+/* a VACUUM with a dead-row log that leaves the pages as they are */
+typedef struct LogPass
+{
+	Relation	index;
+	const GiDeadLogSpec *spec;
+	const GiDeadLog *log;		/* earlier VACUUMs' entries, or NULL */
+	uint32		generation;		/* this VACUUM's */
+	uint64		logged;
+	uint64		live;
+	GiDeleteSender ds;
+} LogPass;
+
+/* the keys gathered go to the log, then to the store */
+static void
+log_and_send(LogPass *lp)
+{
+	gi_deadlog_append(lp->index, lp->spec, lp->generation,
+					  lp->ds.keys[lp->ds.filling], lp->ds.n);
+	lp->logged += lp->ds.n;
+	gi_deletes_send(&lp->ds);
+}
+
+/* one list's chain, read only: its dead rows' keys go to the log */
+static void
+scan_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+		  IndexBulkDeleteCallback callback, void *callback_state,
+		  GiListRef ref, LogPass *lp)
+{
+	BlockNumber blkno;
+
+	gi_list_read(info->index, ref, &blkno, NULL);
+	while (BlockNumberIsValid(blkno))
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(info->index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageGetMaxOffsetNumber(page);
+		if (lp->ds.n + maxoff > GI_DELETE_SEND_MAX)
+		{
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			log_and_send(lp);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(buf);
+			maxoff = PageGetMaxOffsetNumber(page);
+		}
+
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			char	   *item = PageGetItem(page, PageGetItemId(page, off));
+
+			if (gi_deadlog_kills(lp->log, item, lp->spec->gen_offset))
+				continue;
+			if (callback((ItemPointer) item, callback_state))
+			{
+				lp->ds.keys[lp->ds.filling][lp->ds.n++] = gi_tid_key((ItemPointer) item);
+				stats->tuples_removed += 1;
+			}
+			else
+			{
+				stats->num_index_tuples += 1;
+				lp->live += 1;
+			}
+		}
+		blkno = GiPageGetOpaque(page)->nextblkno;
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/* whether this VACUUM removes dead items from the pages and empties the log */
+static bool
+log_full(const GiDeadLogSpec *spec, const GiDeadLogHeadData *head)
+{
+	if (spec->limit_percent == 0)
+		return true;
+	return head->entries > 0 &&
+		(double) head->entries * 100.0 >= (double) head->items * spec->limit_percent;
+}
+
 /*
  * ambulkdelete of an AM whose rows live in the chains of dir's lists.
  * itemsz: the size of an item (a page with that much free space can take
  * an append).  A row with items in several lists has its key sent once
- * per list that held it.
+ * per list that held it.  deadlog: the AM's dead-row log, or NULL.
  */
 IndexBulkDeleteResult *
 gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 					IndexBulkDeleteCallback callback, void *callback_state,
-					const GiListDir *dir, Size itemsz)
+					const GiListDir *dir, Size itemsz,
+					const GiDeadLogSpec *deadlog)
 {
-	GiDeleteSender ds;
+	LogPass		lp;
+	GiDeadLogHeadData head;
+	bool		in_place = true;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-	gi_deletes_init(&ds, info->index);
+	memset(&lp, 0, sizeof(lp));
+	lp.index = info->index;
+	lp.spec = deadlog;
+	if (deadlog)
+	{
+		lp.generation = gi_deadlog_bump(info->index, deadlog->head, &head);
+		lp.log = gi_deadlog_read(info->index, deadlog->head);
+		in_place = log_full(deadlog, &head);
+	}
+	gi_deletes_init(&lp.ds, info->index);
 	PG_TRY();
 	{
 		for (uint32 list = 0; list < dir->nlists; list++)
-			vacuum_list(info, stats, callback, callback_state,
-						dir->locate(dir->arg, list), MAXALIGN(itemsz), &ds);
-		gi_deletes_finish(&ds);
+		{
+			GiListRef	ref = dir->locate(dir->arg, list);
+
+			if (in_place)
+				vacuum_list(info, stats, callback, callback_state, ref,
+							MAXALIGN(itemsz), &lp.ds, lp.log,
+							deadlog ? deadlog->gen_offset : 0, &lp.live);
+			else
+				scan_list(info, stats, callback, callback_state, ref, &lp);
+		}
+		if (!in_place && lp.ds.n > 0)
+		{
+			gi_deadlog_append(lp.index, deadlog, lp.generation,
+							  lp.ds.keys[lp.ds.filling], lp.ds.n);
+			lp.logged += lp.ds.n;
+		}
+		gi_deletes_finish(&lp.ds);
 	}
 	PG_CATCH();
 	{
-		/* the keys of rows already gone from the pages still go */
-		gi_deletes_abort(&ds);
+		/*
+		 * The keys of rows already gone from the pages or logged still go
+		 * (a logged row is skipped by later passes, so the store would
+		 * keep it); so do the others gathered: the rows are dead.
+		 */
+		gi_deletes_abort(&lp.ds);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+
+	if (deadlog && in_place)
+		gi_deadlog_clear(info->index, deadlog, lp.live);
+	else if (deadlog)
+		gi_deadlog_account(info->index, deadlog->head, lp.logged, lp.live);
+	gi_deadlog_free((GiDeadLog *) lp.log);
 	return stats;
 }
 

@@ -70,6 +70,7 @@ typedef struct GenieOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	int32		lists;
+	int32		vacuum_log_limit;
 } GenieOptions;
 
 /*

@@ -46,6 +46,7 @@ genie_init(void)
 	add_int_reloption(genie_relopt_kind, "lists",
 					  "Posting lists of the index (keyword mod lists)",
 					  GENIE_DEFAULT_LISTS, 1, GPUSPARSE_MAX_DIM, AccessExclusiveLock);
+	gpusparse_add_vacuum_log_limit(genie_relopt_kind);
 }
 
 static bytea *
@@ -53,6 +54,7 @@ genie_options(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
 		{"lists", RELOPT_TYPE_INT, offsetof(GenieOptions, lists)},
+		{"vacuum_log_limit", RELOPT_TYPE_INT, offsetof(GenieOptions, vacuum_log_limit)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, genie_relopt_kind,
@@ -279,6 +281,17 @@ genie_beginscan(Relation index, int nkeys, int norderbys)
 	return gpusparse_beginscan_mapped(index, nkeys, norderbys, &genie_map);
 }
 
+static IndexBulkDeleteResult *
+genie_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+				 IndexBulkDeleteCallback callback, void *callback_state)
+{
+	GenieOptions *opts = (GenieOptions *) info->index->rd_options;
+
+	return gpusparse_bulkdelete_limit(info, stats, callback, callback_state,
+									  opts ? opts->vacuum_log_limit :
+									  GPUSPARSE_DEFAULT_VACUUM_LOG_LIMIT);
+}
+
 /*
  * gpusparse's estimate, but an index cannot answer an ORDER BY constant
  * whose parameters (n, the LSH family and its parameters) are not its own:
@@ -428,7 +441,7 @@ genie_handler(PG_FUNCTION_ARGS)
 	amroutine->ambuild = genie_build;
 	amroutine->ambuildempty = gpusparse_buildempty;
 	amroutine->aminsert = genie_insert;
-	amroutine->ambulkdelete = gpusparse_bulkdelete;
+	amroutine->ambulkdelete = genie_bulkdelete;
 	amroutine->amcostestimate = genie_costestimate;
 	amroutine->amoptions = genie_options;
 	amroutine->ambuildphasename = gpusparse_buildphasename;

@@ -22,5 +22,6 @@ gpuivf_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	meta.centroids = meta.cnorms = meta.codebooks = NULL;
 	gpuivf_list_dir(&meta, &dir);
 	return gi_lists_bulkdelete(info, stats, callback, callback_state, &dir,
-							   GPUIVF_RECORD_ITEM_SIZE(gpuivf_record_bytes(&meta)));
+							   GPUIVF_RECORD_ITEM_SIZE(gpuivf_record_bytes(&meta)),
+							   NULL);
 }

@@ -9,17 +9,22 @@
  * page of its own:
  *
  *	block 0		metapage: item 1 the GpusparseMetaData, item 2 the head of
- *				the document chain (GiListHeadData)
+ *				the document chain (GiListHeadData), item 3 the head of the
+ *				dead-row log (GiDeadLogHeadData)
  *	data pages	the document chain (gi_access.h), one or more items per
- *				indexed row (GpusparseTupleData: heap TID, then a run of
- *				its (term, weight) pairs; a row with more pairs than a
- *				page takes is split into several items, one with none)
+ *				indexed row (GpusparseTupleData: heap TID, the generation
+ *				of the dead-row log it was appended in, then a run of its
+ *				(term, weight) pairs; a row with more pairs than a page
+ *				takes is split into several items, one with none)
+ *	log pages	the dead-row log's chain (gi_deadlog.c)
  *
  * The device service holds one store per index of kind GI_KIND_SPARSE: a
  * list per dimension and a record (key = heap TID, list = term, weight)
  * per non-zero (layouts in gi_kind_sparse.h).  Loading walks the chain and
- * sends every pair; VACUUM removes dead items from the chain and the
- * rows' keys from the store, in time proportional to their own postings.
+ * sends every pair of the rows the log does not kill; VACUUM logs dead
+ * rows (or, once the log is full, removes their items from the chain) and
+ * removes their keys from the store, in time proportional to their own
+ * postings.
  */
 #ifndef GPUSPARSE_H
 #define GPUSPARSE_H
@@ -28,6 +33,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/reloptions.h"
 #include "access/relscan.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -39,7 +45,7 @@
 #include "spvec.h"
 
 #define GPUSPARSE_MAGIC		0x47535053	/* "GSPS" */
-#define GPUSPARSE_VERSION	2
+#define GPUSPARSE_VERSION	3
 #define GPUSPARSE_PAGE_ID	0xFF8C
 
 /* support function of a gpusparse operator class: (coltype) -> spvec */
@@ -49,9 +55,13 @@
 /* one list per dimension in the store: the memory it costs bounds this */
 #define GPUSPARSE_MAX_DIM	(1 << 24)
 
+/* the default share of rows (percent) the dead-row log may hold */
+#define GPUSPARSE_DEFAULT_VACUUM_LOG_LIMIT	20
+
 /* the metapage's items */
 #define GPUSPARSE_META_OFFNUM	1
 #define GPUSPARSE_HEAD_OFFNUM	2
+#define GPUSPARSE_LOG_OFFNUM	3
 
 /* hits one search may ask for: the reply must fit in one palloc */
 #define GPUSPARSE_MAX_K		((uint32) ((MaxAllocSize / 2) / sizeof(gi_hit)))
@@ -77,6 +87,7 @@ typedef struct GpusparseTupleData
 {
 	ItemPointerData heaptid;
 	uint16		nnz;
+	uint32		generation;		/* the dead-row log's when appended */
 	uint8		data[FLEXIBLE_ARRAY_MEMBER];
 } GpusparseTupleData;
 
@@ -126,6 +137,8 @@ extern int	gpusparse_method;
 /* gpusparse_options.c */
 extern void gpusparse_init(void);
 extern bytea *gpusparse_options(Datum reloptions, bool validate);
+extern void gpusparse_add_vacuum_log_limit(relopt_kind kind);
+extern int	gpusparse_vacuum_log_limit(Relation index);
 
 /* gpusparse_handler.c */
 extern SpVec *gpusparse_datum_spvec(Relation index, Datum value);
@@ -139,7 +152,10 @@ extern uint32 gpusparse_get_dim(Relation index);
 extern uint32 gpusparse_set_dim(Relation index, uint32 dim);
 extern void gpusparse_list_dir(GiListDir *dir);
 extern GiListRef gpusparse_chain_ref(void);
+extern void gpusparse_deadlog_spec(Relation index, int limit_percent,
+								   GiDeadLogSpec *spec);
 extern void gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
+								 uint32 generation,
 								 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
 								 void *arg);
 extern bool gpusparse_item_pairs(const GpusparseTupleData *t, Size itemsz, uint32 dim,
@@ -168,6 +184,11 @@ extern IndexBulkDeleteResult *gpusparse_bulkdelete(IndexVacuumInfo *info,
 												   IndexBulkDeleteResult *stats,
 												   IndexBulkDeleteCallback callback,
 												   void *callback_state);
+extern IndexBulkDeleteResult *gpusparse_bulkdelete_limit(IndexVacuumInfo *info,
+														 IndexBulkDeleteResult *stats,
+														 IndexBulkDeleteCallback callback,
+														 void *callback_state,
+														 int log_limit);
 
 /* gpusparse_load.c */
 extern bool gpusparse_load(Relation index);

@@ -52,7 +52,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	v = bs->map->row(index, values[0], bs->dim);
 	gpusparse_check_dim(index, bs->dim, v->dim);
 	bs->dim = (uint32) v->dim;
-	gpusparse_form_items(v, tid, build_item, bs);
+	gpusparse_form_items(v, tid, 0, build_item, bs);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(bs->tmpcxt);
 

@@ -45,6 +45,7 @@ gpusparse_insert_mapped(Relation index, Datum value, ItemPointer heap_tid,
 	SpVec	   *v;
 	uint32		dim;
 	AppendArg	a;
+	GiDeadLogSpec log;
 
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpusparse insert",
 								ALLOCSET_DEFAULT_SIZES);
@@ -58,7 +59,9 @@ gpusparse_insert_mapped(Relation index, Datum value, ItemPointer heap_tid,
 
 	a.index = index;
 	a.ref = gpusparse_chain_ref();
-	gpusparse_form_items(v, heap_tid, append_item, &a);
+	gpusparse_deadlog_spec(index, 0, &log);
+	gpusparse_form_items(v, heap_tid, gi_deadlog_generation(index, log.head),
+						 append_item, &a);
 	gi_queue_row(index, sizeof(float4), gi_tid_key(heap_tid), (uint32) v->nnz,
 				 (const uint32 *) v->indices, SPVEC_VALUES(v));
 

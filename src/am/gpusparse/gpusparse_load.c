@@ -1,7 +1,7 @@
 /*
  * gpusparse_load.c
  *		gpusparse's requests about its store: loading it from the pages
- *		(every row's pairs, through gi_load) and searching it.
+ *		(every live row's pairs, through gi_load) and searching it.
  */
 #include "postgres.h"
 
@@ -43,7 +43,7 @@ walk_chain(GiLoad *load, void *arg)
 
 	la->load = load;
 	la->dim = *(uint32 *) arg;
-	(void) gi_list_walk(load->index, gpusparse_chain_ref(), bas, load_item, la);
+	gpusparse_walk_rows(load->index, bas, load_item, la);
 	pfree(la);
 	FreeAccessStrategy(bas);
 }
@@ -75,12 +75,42 @@ gpusparse_load(Relation index)
 	return gi_load(index, &spec);
 }
 
-/* every item of the chain, for those who read rows from the pages */
+typedef struct LiveArg
+{
+	GiDeadLog  *log;
+	GiItemFn	fn;
+	void	   *arg;
+} LiveArg;
+
+static bool
+live_item(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
+{
+	LiveArg    *la = arg;
+
+	if (itemsz >= offsetof(GpusparseTupleData, data) &&
+		gi_deadlog_kills(la->log, item, offsetof(GpusparseTupleData, generation)))
+		return true;
+	return la->fn(la->arg, heaptid, item, itemsz);
+}
+
+/*
+ * Every item of the chain that the dead-row log does not kill, for those
+ * who read rows from the pages; the log is read first, so that a row
+ * logged before the walk began is not seen.
+ */
 void
 gpusparse_walk_rows(Relation index, BufferAccessStrategy bas, GiItemFn fn,
 					void *arg)
 {
-	(void) gi_list_walk(index, gpusparse_chain_ref(), bas, fn, arg);
+	GiDeadLogSpec spec;
+	LiveArg		la;
+
+	gpusparse_deadlog_spec(index, 0, &spec);
+	la.log = gi_deadlog_read(index, spec.head);
+	la.fn = fn;
+	la.arg = arg;
+	(void) gi_list_walk(index, gpusparse_chain_ref(), bas, live_item, &la);
+	gi_deadlog_free(la.log);
 }
 
 /* nq queries in the service's layout (gi_kind_sparse.h), palloc'd */

@@ -24,6 +24,7 @@ gpusparse_init_metapage(Page page, uint32 dim)
 {
 	GpusparseMetaData meta;
 	GiListHeadData head;
+	GiDeadLogHeadData log;
 
 	/* a new index has no deleted page */
 	gi_init_page(page, GI_PAGE_META | GI_PAGE_SETTLED, GPUSPARSE_PAGE_ID);
@@ -33,10 +34,13 @@ gpusparse_init_metapage(Page page, uint32 dim)
 	meta.dim = dim;
 	head.start = InvalidBlockNumber;
 	head.insert = InvalidBlockNumber;
+	gi_deadlog_init_head(&log);
 	if (PageAddItem(page, (Item) &meta, sizeof(meta), GPUSPARSE_META_OFFNUM,
 					false, false) != GPUSPARSE_META_OFFNUM ||
 		PageAddItem(page, (Item) &head, sizeof(head), GPUSPARSE_HEAD_OFFNUM,
-					false, false) != GPUSPARSE_HEAD_OFFNUM)
+					false, false) != GPUSPARSE_HEAD_OFFNUM ||
+		PageAddItem(page, (Item) &log, sizeof(log), GPUSPARSE_LOG_OFFNUM,
+					false, false) != GPUSPARSE_LOG_OFFNUM)
 		elog(ERROR, "failed to initialize a gpusparse metapage");
 }
 
@@ -57,7 +61,8 @@ page_meta(Relation index, Page page)
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not a gpusparse index",
 						RelationGetRelationName(index))));
-	if (meta->version != GPUSPARSE_VERSION)
+	if (meta->version != GPUSPARSE_VERSION ||
+		PageGetMaxOffsetNumber(page) < GPUSPARSE_LOG_OFFNUM)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("gpusparse index \"%s\" has version %u, expected %u",
@@ -144,6 +149,17 @@ locate_chain(const void *arg, uint32 list)
 	return gpusparse_chain_ref();
 }
 
+/* the dead-row log of the index's pages; limit_percent matters to VACUUM */
+void
+gpusparse_deadlog_spec(Relation index, int limit_percent, GiDeadLogSpec *spec)
+{
+	spec->head.blkno = GI_METAPAGE_BLKNO;
+	spec->head.offnum = GPUSPARSE_LOG_OFFNUM;
+	spec->page_id = GPUSPARSE_PAGE_ID;
+	spec->gen_offset = offsetof(GpusparseTupleData, generation);
+	spec->limit_percent = limit_percent;
+}
+
 /* the index's one chain, as a list directory */
 void
 gpusparse_list_dir(GiListDir *dir)
@@ -165,11 +181,11 @@ all_unit(const float4 *values, int n)
 
 /*
  * The items of one row: runs of at most GPUSPARSE_ITEM_MAX_NNZ pairs, one
- * empty item for a row without non-zeros; emit gets each (the item is
- * reused for the next).
+ * empty item for a row without non-zeros, each with the dead-row log's
+ * generation; emit gets each (the item is reused for the next).
  */
 void
-gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
+gpusparse_form_items(const SpVec *v, ItemPointer heaptid, uint32 generation,
 					 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
 					 void *arg)
 {
@@ -187,6 +203,7 @@ gpusparse_form_items(const SpVec *v, ItemPointer heaptid,
 
 		item->heaptid = *heaptid;
 		item->nnz = (uint16) n;
+		item->generation = generation;
 		*p++ = unit ? GPUSPARSE_ITEM_UNIT : 0;
 		for (int i = 0; i < n; i++)
 		{

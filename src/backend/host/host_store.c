@@ -913,7 +913,12 @@ gi_host_store_insert(gi_store *s, uint32_t n, const uint32_t *lists,
 
 /* ---- delete -------------------------------------------------------------- */
 
-/* remove a live row; its key map entry is the caller's business */
+/*
+ * Remove a live row; its key map entry is the caller's business.  Only the
+ * slab's bitmap says which slots are live, so the slot arrays keep the
+ * dead row's values (an insert overwrites them): one line of memory, the
+ * slab's header, is all a removal touches at random.
+ */
 static void
 gi_host_remove_row(gi_store *s, uint32_t row)
 {
@@ -924,8 +929,6 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 
 	h->bitmap &= ~((uint32_t) 1 << slot);
 	h->count--;
-	s->slot_row[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
-	s->slot_kid[(uint64_t) slab * GI_SLAB_RECORDS + slot] = GI_NIL;
 	s->att[row] = GI_HOST_ATT_NONE;
 	s->row_next[row] = GI_NIL;
 	s->free_rows[s->nfree_rows++] = row;
@@ -939,10 +942,10 @@ gi_host_remove_row(gi_store *s, uint32_t row)
 #define GI_HOST_DELETE_GROUP 64
 
 /*
- * Remove rows[0..n) of one key.  Each row's slot lies at random in memory:
- * ask for all of the group's lines first (the slab header and the slot
- * arrays), so that their cache misses overlap instead of following each
- * other.  The hints never change what is removed.
+ * Remove rows[0..n) of one key.  Each row's slab lies at random in memory:
+ * ask for all of the group's slab headers first, so that their cache
+ * misses overlap instead of following each other.  The hints never change
+ * what is removed.
  */
 static void
 gi_host_remove_group(gi_store *s, const uint32_t *rows, uint32_t n)
@@ -950,15 +953,7 @@ gi_host_remove_group(gi_store *s, const uint32_t *rows, uint32_t n)
 	uint32_t	j;
 
 	for (j = 0; j < n; j++)
-	{
-		uint64_t	a = s->att[rows[j]];
-		uint64_t	at = (a >> 32) * GI_SLAB_RECORDS + (a & 0xFFFFFFFFu);
-
-		__builtin_prefetch(&s->slabs[a >> 32], 1);
-		__builtin_prefetch(&s->slot_row[at], 1);
-		__builtin_prefetch(&s->slot_key[at], 0);
-		__builtin_prefetch(&s->slot_kid[at], 1);
-	}
+		__builtin_prefetch(&s->slabs[s->att[rows[j]] >> 32], 1);
 	for (j = 0; j < n; j++)
 	{
 		gi_host_remove_row(s, rows[j]);
