@@ -63,7 +63,15 @@ struct GiDeadLog
 static GiDeadLogHeadData *
 head_item(Page page, GiListRef ref)
 {
-	return (GiDeadLogHeadData *) PageGetItem(page, PageGetItemId(page, ref.offnum));
+	ItemId		iid;
+
+	if (PageGetMaxOffsetNumber(page) < ref.offnum ||
+		ItemIdGetLength(iid = PageGetItemId(page, ref.offnum)) != sizeof(GiDeadLogHeadData))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index page has no dead-row log head at item %u", ref.offnum),
+				 errhint("REINDEX the index.")));
+	return (GiDeadLogHeadData *) PageGetItem(page, iid);
 }
 
 void

@@ -30,6 +30,7 @@ gpusparse_bulkdelete_limit(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	(void) gpusparse_get_dim(info->index);	/* checks the page version */
 	gpusparse_list_dir(&dir);
 	gpusparse_deadlog_spec(info->index, log_limit, &log);
 	return gi_lists_bulkdelete(info, stats, callback, callback_state, &dir,
