@@ -154,17 +154,97 @@ unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
 	return done;
 }
 
+/* one ambulkdelete's state, whichever pass it runs */
+typedef struct VacPass
+{
+	Relation	index;
+	IndexBulkDeleteResult *stats;
+	IndexBulkDeleteCallback callback;
+	void	   *callback_state;
+	const GiDeadLogSpec *spec;	/* the AM's dead-row log, or NULL */
+	const GiDeadLog *log;		/* earlier VACUUMs' entries, or NULL */
+	bool		logging;		/* dead rows go to the log, pages stay */
+	uint32		generation;		/* this VACUUM's */
+	uint64		logged;
+	uint64		live;
+	GiDeleteSender ds;
+} VacPass;
+
+/* the keys gathered go to the store, through the log when logging */
+static void
+send_keys(VacPass *vp)
+{
+	if (vp->logging)
+	{
+		gi_deadlog_append(vp->index, vp->spec, vp->generation,
+						  vp->ds.keys[vp->ds.filling], vp->ds.n);
+		vp->logged += vp->ds.n;
+	}
+	gi_deletes_send(&vp->ds);
+}
+
 /*
- * One list's chain; itemsz: the MAXALIGN'd size an append needs.  Items
- * the dead-row log kills (none without a log) go from the page too, their
- * keys not to the store (the store dropped them when they were logged, and
- * their TIDs may belong to new rows now).  Adds the live items to *live.
+ * A chain page, locked in `mode`, with room in the batch of keys for all
+ * its items (a page has at most as many as a request takes).
+ */
+static Buffer
+read_page(IndexVacuumInfo *info, BlockNumber blkno, int mode, VacPass *vp)
+{
+	Buffer		buf;
+
+	vacuum_delay_point();
+	buf = ReadBufferExtended(info->index, MAIN_FORKNUM, blkno, RBM_NORMAL,
+							 info->strategy);
+	LockBuffer(buf, mode);
+	if (vp->ds.n + PageGetMaxOffsetNumber(BufferGetPage(buf)) > GI_DELETE_SEND_MAX)
+	{
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		send_keys(vp);
+		LockBuffer(buf, mode);
+	}
+
+	/* the items' heap TIDs are far apart: ask for all of them at once */
+	{
+		Page		page = BufferGetPage(buf);
+
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
+	}
+	return buf;
+}
+
+typedef enum ItemFate
+{
+	ITEM_LIVE,
+	ITEM_DEAD,					/* dead now: its key gathered */
+	ITEM_LOGGED					/* killed by the log earlier: its key not sent
+								 * again (the store dropped it, and the TID may
+								 * be a new row's) */
+} ItemFate;
+
+static ItemFate
+judge_item(VacPass *vp, const char *item)
+{
+	if (gi_deadlog_kills(vp->log, item, vp->spec ? vp->spec->gen_offset : 0))
+		return ITEM_LOGGED;
+	if (vp->callback((ItemPointer) item, vp->callback_state))
+	{
+		vp->ds.keys[vp->ds.filling][vp->ds.n++] = gi_tid_key((ItemPointer) item);
+		vp->stats->tuples_removed += 1;
+		return ITEM_DEAD;
+	}
+	vp->stats->num_index_tuples += 1;
+	vp->live += 1;
+	return ITEM_LIVE;
+}
+
+/*
+ * One list's chain, dead items removed from its pages; itemsz: the
+ * MAXALIGN'd size an append needs.  Items the dead-row log kills go from
+ * the pages too.
  */
 static void
-vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
-			IndexBulkDeleteCallback callback, void *callback_state,
-			GiListRef ref, Size itemsz, GiDeleteSender *ds,
-			const GiDeadLog *log, Size gen_offset, uint64 *live)
+vacuum_list(IndexVacuumInfo *info, GiListRef ref, Size itemsz, VacPass *vp)
 {
 	Relation	index = info->index;
 	BlockNumber blkno;
@@ -188,45 +268,12 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		bool		idle;
 		bool		roomy;
 
-		vacuum_delay_point();
-		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL,
-								 info->strategy);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		buf = read_page(info, blkno, BUFFER_LOCK_EXCLUSIVE, vp);
 		page = BufferGetPage(buf);
 		maxoff = PageGetMaxOffsetNumber(page);
-
-		/* a page's keys go in one request (a page has at most as many) */
-		if (ds->n + maxoff > GI_DELETE_SEND_MAX)
-		{
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-			gi_deletes_send(ds);
-			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-			page = BufferGetPage(buf);
-			maxoff = PageGetMaxOffsetNumber(page);
-		}
-
-		/* the items' heap TIDs are far apart: ask for all of them at once */
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			char	   *item = PageGetItem(page, PageGetItemId(page, off));
-			ItemPointer heaptid = (ItemPointer) item;
-
-			if (gi_deadlog_kills(log, item, gen_offset))
+			if (judge_item(vp, PageGetItem(page, PageGetItemId(page, off))) != ITEM_LIVE)
 				deletable[ndeletable++] = off;
-			else if (callback(heaptid, callback_state))
-			{
-				deletable[ndeletable++] = off;
-				ds->keys[ds->filling][ds->n++] = gi_tid_key(heaptid);
-				stats->tuples_removed += 1;
-			}
-			else
-			{
-				stats->num_index_tuples += 1;
-				*live += 1;
-			}
-		}
 
 		if (ndeletable > 0)
 			delete_items(index, buf, deletable, ndeletable);
@@ -253,12 +300,12 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		 * wait for that.
 		 */
 		if (empty && idle && BlockNumberIsValid(prevblk) &&
-			stats->pages_newly_deleted == 0)
+			vp->stats->pages_newly_deleted == 0)
 			meta_set_settled(index, false); /* before the first deletion */
 		if (empty && idle && BlockNumberIsValid(prevblk) &&
 			unlink_empty_page(index, ref, prevblk, blkno, &next))
 		{
-			stats->pages_newly_deleted++;
+			vp->stats->pages_newly_deleted++;
 			if (insertPage == blkno)
 				insertPage = prevblk;
 		}
@@ -275,77 +322,20 @@ vacuum_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		gi_list_set_insert_page(index, ref, firstFree);
 }
 
-/* a VACUUM with a dead-row log that leaves the pages as they are */
-typedef struct LogPass
-{
-	Relation	index;
-	const GiDeadLogSpec *spec;
-	const GiDeadLog *log;		/* earlier VACUUMs' entries, or NULL */
-	uint32		generation;		/* this VACUUM's */
-	uint64		logged;
-	uint64		live;
-	GiDeleteSender ds;
-} LogPass;
-
-/* the keys gathered go to the log, then to the store */
-static void
-log_and_send(LogPass *lp)
-{
-	gi_deadlog_append(lp->index, lp->spec, lp->generation,
-					  lp->ds.keys[lp->ds.filling], lp->ds.n);
-	lp->logged += lp->ds.n;
-	gi_deletes_send(&lp->ds);
-}
-
 /* one list's chain, read only: its dead rows' keys go to the log */
 static void
-scan_list(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
-		  IndexBulkDeleteCallback callback, void *callback_state,
-		  GiListRef ref, LogPass *lp)
+scan_list(IndexVacuumInfo *info, GiListRef ref, VacPass *vp)
 {
 	BlockNumber blkno;
 
 	gi_list_read(info->index, ref, &blkno, NULL);
 	while (BlockNumberIsValid(blkno))
 	{
-		Buffer		buf;
-		Page		page;
-		OffsetNumber maxoff;
+		Buffer		buf = read_page(info, blkno, BUFFER_LOCK_SHARE, vp);
+		Page		page = BufferGetPage(buf);
 
-		vacuum_delay_point();
-		buf = ReadBufferExtended(info->index, MAIN_FORKNUM, blkno, RBM_NORMAL,
-								 info->strategy);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageGetMaxOffsetNumber(page);
-		if (lp->ds.n + maxoff > GI_DELETE_SEND_MAX)
-		{
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-			log_and_send(lp);
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			page = BufferGetPage(buf);
-			maxoff = PageGetMaxOffsetNumber(page);
-		}
-
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-			__builtin_prefetch(PageGetItem(page, PageGetItemId(page, off)));
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			char	   *item = PageGetItem(page, PageGetItemId(page, off));
-
-			if (gi_deadlog_kills(lp->log, item, lp->spec->gen_offset))
-				continue;
-			if (callback((ItemPointer) item, callback_state))
-			{
-				lp->ds.keys[lp->ds.filling][lp->ds.n++] = gi_tid_key((ItemPointer) item);
-				stats->tuples_removed += 1;
-			}
-			else
-			{
-				stats->num_index_tuples += 1;
-				lp->live += 1;
-			}
-		}
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+			(void) judge_item(vp, PageGetItem(page, PageGetItemId(page, off)));
 		blkno = GiPageGetOpaque(page)->nextblkno;
 		UnlockReleaseBuffer(buf);
 	}
@@ -373,42 +363,38 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 					const GiListDir *dir, Size itemsz,
 					const GiDeadLogSpec *deadlog)
 {
-	LogPass		lp;
+	VacPass		vp;
 	GiDeadLogHeadData head;
-	bool		in_place = true;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-	memset(&lp, 0, sizeof(lp));
-	lp.index = info->index;
-	lp.spec = deadlog;
+	memset(&vp, 0, sizeof(vp));
+	vp.index = info->index;
+	vp.stats = stats;
+	vp.callback = callback;
+	vp.callback_state = callback_state;
+	vp.spec = deadlog;
 	if (deadlog)
 	{
-		lp.generation = gi_deadlog_bump(info->index, deadlog->head, &head);
-		lp.log = gi_deadlog_read(info->index, deadlog->head);
-		in_place = log_full(deadlog, &head);
+		vp.generation = gi_deadlog_bump(info->index, deadlog->head, &head);
+		vp.log = gi_deadlog_read(info->index, deadlog->head);
+		vp.logging = !log_full(deadlog, &head);
 	}
-	gi_deletes_init(&lp.ds, info->index);
+	gi_deletes_init(&vp.ds, info->index);
 	PG_TRY();
 	{
 		for (uint32 list = 0; list < dir->nlists; list++)
 		{
 			GiListRef	ref = dir->locate(dir->arg, list);
 
-			if (in_place)
-				vacuum_list(info, stats, callback, callback_state, ref,
-							MAXALIGN(itemsz), &lp.ds, lp.log,
-							deadlog ? deadlog->gen_offset : 0, &lp.live);
+			if (vp.logging)
+				scan_list(info, ref, &vp);
 			else
-				scan_list(info, stats, callback, callback_state, ref, &lp);
+				vacuum_list(info, ref, MAXALIGN(itemsz), &vp);
 		}
-		if (!in_place && lp.ds.n > 0)
-		{
-			gi_deadlog_append(lp.index, deadlog, lp.generation,
-							  lp.ds.keys[lp.ds.filling], lp.ds.n);
-			lp.logged += lp.ds.n;
-		}
-		gi_deletes_finish(&lp.ds);
+		if (vp.logging && vp.ds.n > 0)
+			send_keys(&vp);
+		gi_deletes_finish(&vp.ds);
 	}
 	PG_CATCH();
 	{
@@ -417,16 +403,16 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		 * (a logged row is skipped by later passes, so the store would
 		 * keep it); so do the others gathered: the rows are dead.
 		 */
-		gi_deletes_abort(&lp.ds);
+		gi_deletes_abort(&vp.ds);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
-	if (deadlog && in_place)
-		gi_deadlog_clear(info->index, deadlog, lp.live);
+	if (deadlog && vp.logging)
+		gi_deadlog_account(info->index, deadlog->head, vp.logged, vp.live);
 	else if (deadlog)
-		gi_deadlog_account(info->index, deadlog->head, lp.logged, lp.live);
-	gi_deadlog_free((GiDeadLog *) lp.log);
+		gi_deadlog_clear(info->index, deadlog, vp.live);
+	gi_deadlog_free((GiDeadLog *) vp.log);
 	return stats;
 }
 
