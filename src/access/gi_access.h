@@ -260,6 +260,7 @@ typedef struct GiListDir
 typedef bool (*GiItemFn) (void *arg, ItemPointer heaptid, const char *item,
 						  Size itemsz);
 
+extern bool gi_page_has_room(Page page, Size itemsz);
 extern void gi_list_read(Relation index, GiListRef ref, BlockNumber *start,
 						 BlockNumber *insert);
 extern void gi_list_set_insert_page(Relation index, GiListRef ref,
@@ -297,7 +298,7 @@ extern void gi_chain_build_end(GiChainBuild *cb, const GiListDir *dir);
  * heap TIDs of dead rows there, each with the VACUUM's generation, instead
  * of removing their items from the pages; an item whose TID the log holds
  * with a generation above the item's own is dead.  Once the log holds
- * limit_percent of the items, a VACUUM removes the dead items from the
+ * limit_percent of the rows, a VACUUM removes the dead items from the
  * pages and empties the log (docs/architecture.md, "Dead-row log").
  */
 typedef struct GiDeadLogHeadData
@@ -306,13 +307,18 @@ typedef struct GiDeadLogHeadData
 	uint32		generation;		/* every ambulkdelete bumps it */
 	uint32		pad;
 	uint64		entries;		/* TIDs logged since the log was emptied */
-	uint64		items;			/* live items the last VACUUM counted */
+	uint64		items;			/* live rows the last VACUUM counted */
 } GiDeadLogHeadData;
 
-/* how an AM's pages use the log */
+/*
+ * How an AM's pages use the log.  An AM with a log keeps a TID directory
+ * as well: a chain holding each indexed row's heap TID once, as a bare
+ * item, which VACUUM reads instead of the rows' own items.
+ */
 typedef struct GiDeadLogSpec
 {
 	GiListRef	head;			/* the GiDeadLogHeadData */
+	GiListRef	tids;			/* the TID directory's GiListHeadData */
 	uint16		page_id;		/* the AM's, for the log's pages */
 	Size		gen_offset;		/* where an item keeps its uint32 generation */
 	int			limit_percent;	/* 0: remove dead items at every VACUUM */
@@ -321,7 +327,8 @@ typedef struct GiDeadLogSpec
 typedef struct GiDeadLog GiDeadLog;
 
 extern void gi_deadlog_init_head(GiDeadLogHeadData *head);
-extern uint32 gi_deadlog_generation(Relation index, GiListRef head);
+extern uint32 gi_deadlog_add_row(Relation index, const GiDeadLogSpec *spec,
+								 ItemPointer heaptid);
 extern GiDeadLog *gi_deadlog_read(Relation index, GiListRef head);
 extern bool gi_deadlog_kills(const GiDeadLog *log, const char *item,
 							 Size gen_offset);

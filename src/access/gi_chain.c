@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/itup.h"
 #include "storage/bufmgr.h"
 
 #include "gi_access.h"
@@ -21,6 +22,18 @@ static GiListHeadData *
 head_item(Page page, GiListRef ref)
 {
 	return (GiListHeadData *) PageGetItem(page, PageGetItemId(page, ref.offnum));
+}
+
+/*
+ * Whether a chain page can take an item of itemsz bytes.  A page holds at
+ * most MaxIndexTuplesPerPage items, however small, so that VACUUM can
+ * remove them with PageIndexMultiDelete.
+ */
+bool
+gi_page_has_room(Page page, Size itemsz)
+{
+	return PageGetFreeSpace(page) >= MAXALIGN(itemsz) &&
+		PageGetMaxOffsetNumber(page) < MaxIndexTuplesPerPage;
 }
 
 void
@@ -149,7 +162,7 @@ gi_list_append(Relation index, uint16 page_id, GiListRef ref, const void *item,
 			continue;
 		}
 
-		if (PageGetFreeSpace(page) >= MAXALIGN(itemsz))
+		if (gi_page_has_room(page, itemsz))
 		{
 			state = GenericXLogStart(index);
 			page = gi_xlog_register(state, buf);

@@ -52,7 +52,7 @@ gi_chain_build_add(GiChainBuild *cb, uint32 list, const void *item, Size itemsz)
 	}
 
 	if (!BufferIsValid(cb->buf) ||
-		PageGetFreeSpace(BufferGetPage(cb->buf)) < MAXALIGN(itemsz))
+		!gi_page_has_room(BufferGetPage(cb->buf), itemsz))
 	{
 		Buffer		newbuf = gi_new_buffer(cb->index, MAIN_FORKNUM, true);
 		BlockNumber newblk = BufferGetBlockNumber(newbuf);

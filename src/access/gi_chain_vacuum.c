@@ -18,10 +18,11 @@
  * GI_PAGE_SETTLED says that no deleted page waits for the free space map,
  * so that the cleanup pass need not read every page to find one.
  *
- * An AM with a dead-row log (gi_deadlog.c) has its pages only read: the
- * dead rows' TIDs go to the log, then their keys to the store; once the
- * log is full, one VACUUM removes the items of the rows of the log and of
- * this VACUUM from the pages as above, then empties the log.
+ * An AM with a dead-row log (gi_deadlog.c) has its TID directory read
+ * instead of its lists: the dead rows' TIDs go to the log, their keys to
+ * the store, then their entries leave the directory; the lists' pages are
+ * not read.  Once the log is full, one VACUUM also removes the items the
+ * log kills from the lists' pages as above, then empties the log.
  */
 #include "postgres.h"
 
@@ -154,6 +155,21 @@ unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
 	return done;
 }
 
+/* how a pass tells a dead item from a live one */
+typedef enum VacJudge
+{
+	JUDGE_CALLBACK,				/* the heap's callback (and the log, if any) */
+	JUDGE_LOG,					/* the log alone: items it kills are dead */
+	JUDGE_MARKS					/* the positions the directory's pass marked */
+} VacJudge;
+
+/* a dead entry of the TID directory: where it is, and its TID */
+typedef struct VacMark
+{
+	ItemPointerData pos;
+	ItemPointerData tid;
+} VacMark;
+
 /* one ambulkdelete's state, whichever pass it runs */
 typedef struct VacPass
 {
@@ -162,11 +178,16 @@ typedef struct VacPass
 	IndexBulkDeleteCallback callback;
 	void	   *callback_state;
 	const GiDeadLogSpec *spec;	/* the AM's dead-row log, or NULL */
-	const GiDeadLog *log;		/* earlier VACUUMs' entries, or NULL */
-	bool		logging;		/* dead rows go to the log, pages stay */
+	const GiDeadLog *log;		/* the log's entries, or NULL */
+	VacJudge	judge;
+	bool		logging;		/* dead rows' keys go to the log first */
 	uint32		generation;		/* this VACUUM's */
 	uint64		logged;
 	uint64		live;
+	VacMark    *marks;			/* the dead directory entries */
+	uint64		nmarks;
+	uint64		maxmarks;
+	uint64		nextmark;		/* JUDGE_MARKS: the next one to meet */
 	GiDeleteSender ds;
 } VacPass;
 
@@ -217,20 +238,67 @@ typedef enum ItemFate
 {
 	ITEM_LIVE,
 	ITEM_DEAD,					/* dead now: its key gathered */
-	ITEM_LOGGED					/* killed by the log earlier: its key not sent
+	ITEM_LOGGED					/* killed by the log earlier (or a directory
+								 * entry already logged): its key not sent
 								 * again (the store dropped it, and the TID may
 								 * be a new row's) */
 } ItemFate;
 
-static ItemFate
-judge_item(VacPass *vp, const char *item)
+/* remember a dead directory entry, for the pass that removes it */
+static void
+mark_item(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off)
 {
+	VacMark    *m;
+
+	if (vp->nmarks == vp->maxmarks)
+	{
+		vp->maxmarks = Max(vp->maxmarks * 2, 1024);
+		vp->marks = vp->marks
+			? repalloc_huge(vp->marks, vp->maxmarks * sizeof(VacMark))
+			: palloc_extended(vp->maxmarks * sizeof(VacMark), MCXT_ALLOC_HUGE);
+	}
+	m = &vp->marks[vp->nmarks++];
+	ItemPointerSet(&m->pos, blkno, off);
+	ItemPointerCopy((ItemPointer) item, &m->tid);
+}
+
+/* whether the item at (blkno, off) is the next marked dead entry */
+static bool
+marked_dead(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off)
+{
+	VacMark    *m = &vp->marks[vp->nextmark];
+
+	if (vp->nextmark == vp->nmarks ||
+		ItemPointerGetBlockNumberNoCheck(&m->pos) != blkno ||
+		ItemPointerGetOffsetNumberNoCheck(&m->pos) != off)
+		return false;
+	if (!ItemPointerEquals(&m->tid, (ItemPointer) item))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("TID directory of index \"%s\" changed under VACUUM at block %u, item %u",
+						RelationGetRelationName(vp->index), blkno, off),
+				 errhint("REINDEX the index.")));
+	vp->nextmark++;
+	return true;
+}
+
+/* the item at (blkno, off); a dead one's position is marked when `mark` */
+static ItemFate
+judge_item(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off,
+		   bool mark)
+{
+	if (vp->judge == JUDGE_MARKS)
+		return marked_dead(vp, item, blkno, off) ? ITEM_LOGGED : ITEM_LIVE;
 	if (gi_deadlog_kills(vp->log, item, vp->spec ? vp->spec->gen_offset : 0))
 		return ITEM_LOGGED;
+	if (vp->judge == JUDGE_LOG)
+		return ITEM_LIVE;
 	if (vp->callback((ItemPointer) item, vp->callback_state))
 	{
 		vp->ds.keys[vp->ds.filling][vp->ds.n++] = gi_tid_key((ItemPointer) item);
 		vp->stats->tuples_removed += 1;
+		if (mark)
+			mark_item(vp, item, blkno, off);
 		return ITEM_DEAD;
 	}
 	vp->stats->num_index_tuples += 1;
@@ -272,13 +340,14 @@ vacuum_list(IndexVacuumInfo *info, GiListRef ref, Size itemsz, VacPass *vp)
 		page = BufferGetPage(buf);
 		maxoff = PageGetMaxOffsetNumber(page);
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-			if (judge_item(vp, PageGetItem(page, PageGetItemId(page, off))) != ITEM_LIVE)
+			if (judge_item(vp, PageGetItem(page, PageGetItemId(page, off)),
+						   blkno, off, false) != ITEM_LIVE)
 				deletable[ndeletable++] = off;
 
 		if (ndeletable > 0)
 			delete_items(index, buf, deletable, ndeletable);
 
-		roomy = PageGetFreeSpace(page) >= itemsz;
+		roomy = gi_page_has_room(page, itemsz);
 		empty = blkno != start && PageGetMaxOffsetNumber(page) == 0;
 		idle = (GiPageGetOpaque(page)->flags & GI_PAGE_IDLE) != 0;
 		if (empty && !idle)
@@ -322,9 +391,14 @@ vacuum_list(IndexVacuumInfo *info, GiListRef ref, Size itemsz, VacPass *vp)
 		gi_list_set_insert_page(index, ref, firstFree);
 }
 
-/* one list's chain, read only: its dead rows' keys go to the log */
+/*
+ * The TID directory's chain, read only: the dead rows' keys go to the log
+ * and the store, their entries' positions are marked.  The chain's order
+ * and the marked entries' offsets stay as they are until the directory's
+ * own vacuum_list (only appends happen meanwhile, at the pages' ends).
+ */
 static void
-scan_list(IndexVacuumInfo *info, GiListRef ref, VacPass *vp)
+scan_directory(IndexVacuumInfo *info, GiListRef ref, VacPass *vp)
 {
 	BlockNumber blkno;
 
@@ -335,10 +409,13 @@ scan_list(IndexVacuumInfo *info, GiListRef ref, VacPass *vp)
 		Page		page = BufferGetPage(buf);
 
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
-			(void) judge_item(vp, PageGetItem(page, PageGetItemId(page, off)));
+			(void) judge_item(vp, PageGetItem(page, PageGetItemId(page, off)),
+							  blkno, off, true);
 		blkno = GiPageGetOpaque(page)->nextblkno;
 		UnlockReleaseBuffer(buf);
 	}
+	if (vp->ds.n > 0)
+		send_keys(vp);
 }
 
 /* whether this VACUUM removes dead items from the pages and empties the log */
@@ -349,6 +426,47 @@ log_full(const GiDeadLogSpec *spec, const GiDeadLogHeadData *head)
 		return true;
 	return head->entries > 0 &&
 		(double) head->entries * 100.0 >= (double) head->items * spec->limit_percent;
+}
+
+/*
+ * ambulkdelete with a dead-row log: the directory tells the dead rows,
+ * which go to the log and the store, then leave the directory; when the
+ * log was full, the lists' pages lose the items it kills and it is
+ * emptied.
+ */
+static void
+bulkdelete_logged(IndexVacuumInfo *info, const GiListDir *dir, Size itemsz,
+				  VacPass *vp)
+{
+	GiDeadLogHeadData head;
+	bool		compact;
+
+	vp->generation = gi_deadlog_bump(info->index, vp->spec->head, &head);
+	compact = log_full(vp->spec, &head);
+	vp->logging = true;
+	vp->judge = JUDGE_CALLBACK;
+	scan_directory(info, vp->spec->tids, vp);
+	vp->judge = JUDGE_MARKS;
+	vacuum_list(info, vp->spec->tids, MAXALIGN(sizeof(ItemPointerData)), vp);
+	if (vp->nextmark != vp->nmarks)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("TID directory of index \"%s\" lost entries under VACUUM",
+						RelationGetRelationName(info->index)),
+				 errhint("REINDEX the index.")));
+
+	if (compact)
+	{
+		vp->judge = JUDGE_LOG;
+		vp->log = gi_deadlog_read(info->index, vp->spec->head);
+		for (uint32 list = 0; list < dir->nlists; list++)
+			vacuum_list(info, dir->locate(dir->arg, list), MAXALIGN(itemsz), vp);
+	}
+	gi_deletes_finish(&vp->ds);
+	if (compact)
+		gi_deadlog_clear(info->index, vp->spec, vp->live);
+	else
+		gi_deadlog_account(info->index, vp->spec->head, vp->logged, vp->live);
 }
 
 /*
@@ -364,7 +482,6 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 					const GiDeadLogSpec *deadlog)
 {
 	VacPass		vp;
-	GiDeadLogHeadData head;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
@@ -374,27 +491,18 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	vp.callback = callback;
 	vp.callback_state = callback_state;
 	vp.spec = deadlog;
-	if (deadlog)
-	{
-		vp.generation = gi_deadlog_bump(info->index, deadlog->head, &head);
-		vp.log = gi_deadlog_read(info->index, deadlog->head);
-		vp.logging = !log_full(deadlog, &head);
-	}
+	vp.judge = JUDGE_CALLBACK;
 	gi_deletes_init(&vp.ds, info->index);
 	PG_TRY();
 	{
-		for (uint32 list = 0; list < dir->nlists; list++)
+		if (deadlog)
+			bulkdelete_logged(info, dir, itemsz, &vp);
+		else
 		{
-			GiListRef	ref = dir->locate(dir->arg, list);
-
-			if (vp.logging)
-				scan_list(info, ref, &vp);
-			else
-				vacuum_list(info, ref, MAXALIGN(itemsz), &vp);
+			for (uint32 list = 0; list < dir->nlists; list++)
+				vacuum_list(info, dir->locate(dir->arg, list), MAXALIGN(itemsz), &vp);
+			gi_deletes_finish(&vp.ds);
 		}
-		if (vp.logging && vp.ds.n > 0)
-			send_keys(&vp);
-		gi_deletes_finish(&vp.ds);
 	}
 	PG_CATCH();
 	{
@@ -408,11 +516,9 @@ gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	}
 	PG_END_TRY();
 
-	if (deadlog && vp.logging)
-		gi_deadlog_account(info->index, deadlog->head, vp.logged, vp.live);
-	else if (deadlog)
-		gi_deadlog_clear(info->index, deadlog, vp.live);
 	gi_deadlog_free((GiDeadLog *) vp.log);
+	if (vp.marks)
+		pfree(vp.marks);
 	return stats;
 }
 

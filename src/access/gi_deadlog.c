@@ -11,7 +11,10 @@
  * that ambulkdelete bumped the generation first, so a row appended at a
  * reused TID carries a generation at least the log entry's and stays
  * alive; the dead row's older items do not.  The log is a list chain
- * (gi_chain.c) whose items are GiDeadLogItems.
+ * (gi_chain.c) whose items are GiDeadLogItems.  VACUUM finds dead rows in
+ * the TID directory (a chain of bare heap TIDs, one per row), logs them
+ * and only then removes them from the directory, so that every row whose
+ * items are on the pages is in the directory or in the log.
  */
 #include "postgres.h"
 
@@ -82,15 +85,22 @@ gi_deadlog_init_head(GiDeadLogHeadData *head)
 	head->chain.insert = InvalidBlockNumber;
 }
 
-/* the generation an item appended now must carry */
+/*
+ * A new row: its TID goes to the TID directory, before any of its items
+ * reach the pages (a directory entry without items is harmless, items
+ * without an entry would never be found dead).  Returns the generation its
+ * items must carry.
+ */
 uint32
-gi_deadlog_generation(Relation index, GiListRef head)
+gi_deadlog_add_row(Relation index, const GiDeadLogSpec *spec, ItemPointer heaptid)
 {
-	Buffer		buf = ReadBuffer(index, head.blkno);
+	Buffer		buf;
 	uint32		generation;
 
+	gi_list_append(index, spec->page_id, spec->tids, heaptid, sizeof(ItemPointerData));
+	buf = ReadBuffer(index, spec->head.blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	generation = head_item(BufferGetPage(buf), head)->generation;
+	generation = head_item(BufferGetPage(buf), spec->head)->generation;
 	UnlockReleaseBuffer(buf);
 	return generation;
 }

@@ -10,21 +10,24 @@
  *
  *	block 0		metapage: item 1 the GpusparseMetaData, item 2 the head of
  *				the document chain (GiListHeadData), item 3 the head of the
- *				dead-row log (GiDeadLogHeadData)
+ *				dead-row log (GiDeadLogHeadData), item 4 the head of the
+ *				TID directory (GiListHeadData)
  *	data pages	the document chain (gi_access.h), one or more items per
  *				indexed row (GpusparseTupleData: heap TID, the generation
  *				of the dead-row log it was appended in, then a run of its
  *				(term, weight) pairs; a row with more pairs than a page
  *				takes is split into several items, one with none)
  *	log pages	the dead-row log's chain (gi_deadlog.c)
+ *	TID pages	the TID directory's chain: each indexed row's heap TID,
+ *				the only thing VACUUM reads while the log has room
  *
  * The device service holds one store per index of kind GI_KIND_SPARSE: a
  * list per dimension and a record (key = heap TID, list = term, weight)
  * per non-zero (layouts in gi_kind_sparse.h).  Loading walks the chain and
- * sends every pair of the rows the log does not kill; VACUUM logs dead
- * rows (or, once the log is full, removes their items from the chain) and
- * removes their keys from the store, in time proportional to their own
- * postings.
+ * sends every pair of the rows the log does not kill; VACUUM finds dead
+ * rows in the TID directory, logs them (once the log is full, removes the
+ * items it kills from the chain) and removes their keys from the store,
+ * in time proportional to their own postings.
  */
 #ifndef GPUSPARSE_H
 #define GPUSPARSE_H
@@ -45,7 +48,7 @@
 #include "spvec.h"
 
 #define GPUSPARSE_MAGIC		0x47535053	/* "GSPS" */
-#define GPUSPARSE_VERSION	3
+#define GPUSPARSE_VERSION	4
 #define GPUSPARSE_PAGE_ID	0xFF8C
 
 /* support function of a gpusparse operator class: (coltype) -> spvec */
@@ -62,6 +65,7 @@
 #define GPUSPARSE_META_OFFNUM	1
 #define GPUSPARSE_HEAD_OFFNUM	2
 #define GPUSPARSE_LOG_OFFNUM	3
+#define GPUSPARSE_TIDS_OFFNUM	4
 
 /* hits one search may ask for: the reply must fit in one palloc */
 #define GPUSPARSE_MAX_K		((uint32) ((MaxAllocSize / 2) / sizeof(gi_hit)))
@@ -151,6 +155,7 @@ extern void gpusparse_init_metapage(Page page, uint32 dim);
 extern uint32 gpusparse_get_dim(Relation index);
 extern uint32 gpusparse_set_dim(Relation index, uint32 dim);
 extern void gpusparse_list_dir(GiListDir *dir);
+extern void gpusparse_tids_dir(GiListDir *dir);
 extern GiListRef gpusparse_chain_ref(void);
 extern void gpusparse_deadlog_spec(Relation index, int limit_percent,
 								   GiDeadLogSpec *spec);

@@ -1,8 +1,8 @@
 /*
  * gpusparse_build.c
  *		CREATE INDEX: one pass over the table writing every row's items to
- *		the document chain (no WAL until the end, then whole pages), then
- *		the store loaded from the pages.
+ *		the document chain and its TID to the TID directory (no WAL until
+ *		the end, then whole pages), then the store loaded from the pages.
  *
  * The dimension comes from the column's type modifier when it has one,
  * else from the first row; a row of another dimension is an error.
@@ -27,6 +27,7 @@ typedef struct GpusparseBuildState
 	uint32		dim;
 	double		indtuples;
 	GiChainBuild cb;
+	GiChainBuild tids;			/* the TID directory, written beside */
 	MemoryContext tmpcxt;
 } GpusparseBuildState;
 
@@ -53,6 +54,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	gpusparse_check_dim(index, bs->dim, v->dim);
 	bs->dim = (uint32) v->dim;
 	gpusparse_form_items(v, tid, 0, build_item, bs);
+	gi_chain_build_add(&bs->tids, 0, tid, sizeof(ItemPointerData));
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(bs->tmpcxt);
 
@@ -120,10 +122,13 @@ gpusparse_build_mapped(Relation heap, Relation index, IndexInfo *indexInfo,
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GPUSPARSE_PHASE_WRITE);
 	gi_chain_build_begin(&bs.cb, index, GPUSPARSE_PAGE_ID, 1);
+	gi_chain_build_begin(&bs.tids, index, GPUSPARSE_PAGE_ID, 1);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
 	gpusparse_list_dir(&dir);
 	gi_chain_build_end(&bs.cb, &dir);
+	gpusparse_tids_dir(&dir);
+	gi_chain_build_end(&bs.tids, &dir);
 	write_dim(index, bs.dim);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) bs.indtuples);
 

@@ -1,8 +1,8 @@
 /*
  * gpusparse_insert.c
- *		INSERT: the row's items appended to the document chain, then its
- *		postings queued for the store in one request (gi_pending.c says
- *		when it is sent).
+ *		INSERT: the row's TID appended to the TID directory and its items
+ *		to the document chain, then its postings queued for the store in
+ *		one request (gi_pending.c says when it is sent).
  */
 #include "postgres.h"
 
@@ -60,7 +60,7 @@ gpusparse_insert_mapped(Relation index, Datum value, ItemPointer heap_tid,
 	a.index = index;
 	a.ref = gpusparse_chain_ref();
 	gpusparse_deadlog_spec(index, 0, &log);
-	gpusparse_form_items(v, heap_tid, gi_deadlog_generation(index, log.head),
+	gpusparse_form_items(v, heap_tid, gi_deadlog_add_row(index, &log, heap_tid),
 						 append_item, &a);
 	gi_queue_row(index, sizeof(float4), gi_tid_key(heap_tid), (uint32) v->nnz,
 				 (const uint32 *) v->indices, SPVEC_VALUES(v));

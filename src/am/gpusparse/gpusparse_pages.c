@@ -1,7 +1,8 @@
 /*
  * gpusparse_pages.c
  *		gpusparse's pages around the shared list chain: the metapage (the
- *		dimension and the document chain's head) and a row's items.
+ *		dimension, the heads of the document chain, the dead-row log and
+ *		the TID directory) and a row's items.
  */
 #include "postgres.h"
 
@@ -40,7 +41,9 @@ gpusparse_init_metapage(Page page, uint32 dim)
 		PageAddItem(page, (Item) &head, sizeof(head), GPUSPARSE_HEAD_OFFNUM,
 					false, false) != GPUSPARSE_HEAD_OFFNUM ||
 		PageAddItem(page, (Item) &log, sizeof(log), GPUSPARSE_LOG_OFFNUM,
-					false, false) != GPUSPARSE_LOG_OFFNUM)
+					false, false) != GPUSPARSE_LOG_OFFNUM ||
+		PageAddItem(page, (Item) &head, sizeof(head), GPUSPARSE_TIDS_OFFNUM,
+					false, false) != GPUSPARSE_TIDS_OFFNUM)
 		elog(ERROR, "failed to initialize a gpusparse metapage");
 }
 
@@ -62,7 +65,7 @@ page_meta(Relation index, Page page)
 				 errmsg("index \"%s\" is not a gpusparse index",
 						RelationGetRelationName(index))));
 	if (meta->version != GPUSPARSE_VERSION ||
-		PageGetMaxOffsetNumber(page) < GPUSPARSE_LOG_OFFNUM)
+		PageGetMaxOffsetNumber(page) < GPUSPARSE_TIDS_OFFNUM)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("gpusparse index \"%s\" has version %u, expected %u",
@@ -149,12 +152,32 @@ locate_chain(const void *arg, uint32 list)
 	return gpusparse_chain_ref();
 }
 
+static GiListRef
+locate_tids(const void *arg, uint32 list)
+{
+	GiListRef	ref;
+
+	ref.blkno = GI_METAPAGE_BLKNO;
+	ref.offnum = GPUSPARSE_TIDS_OFFNUM;
+	return ref;
+}
+
+/* the TID directory's one chain, as a list directory (for the build) */
+void
+gpusparse_tids_dir(GiListDir *dir)
+{
+	dir->nlists = 1;
+	dir->locate = locate_tids;
+	dir->arg = NULL;
+}
+
 /* the dead-row log of the index's pages; limit_percent matters to VACUUM */
 void
 gpusparse_deadlog_spec(Relation index, int limit_percent, GiDeadLogSpec *spec)
 {
 	spec->head.blkno = GI_METAPAGE_BLKNO;
 	spec->head.offnum = GPUSPARSE_LOG_OFFNUM;
+	spec->tids = locate_tids(NULL, 0);
 	spec->page_id = GPUSPARSE_PAGE_ID;
 	spec->gen_offset = offsetof(GpusparseTupleData, generation);
 	spec->limit_percent = limit_percent;
