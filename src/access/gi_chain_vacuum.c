@@ -158,7 +158,7 @@ unlink_empty_page(Relation index, GiListRef ref, BlockNumber prevblk,
 /* how a pass tells a dead item from a live one */
 typedef enum VacJudge
 {
-	JUDGE_CALLBACK,				/* the heap's callback (and the log, if any) */
+	JUDGE_CALLBACK,				/* the heap's callback */
 	JUDGE_LOG,					/* the log alone: items it kills are dead */
 	JUDGE_MARKS					/* the positions the directory's pass marked */
 } VacJudge;
@@ -180,7 +180,6 @@ typedef struct VacPass
 	const GiDeadLogSpec *spec;	/* the AM's dead-row log, or NULL */
 	const GiDeadLog *log;		/* the log's entries, or NULL */
 	VacJudge	judge;
-	bool		logging;		/* dead rows' keys go to the log first */
 	uint32		generation;		/* this VACUUM's */
 	uint64		logged;
 	uint64		live;
@@ -191,11 +190,11 @@ typedef struct VacPass
 	GiDeleteSender ds;
 } VacPass;
 
-/* the keys gathered go to the store, through the log when logging */
+/* the keys gathered go to the store, through the log when there is one */
 static void
 send_keys(VacPass *vp)
 {
-	if (vp->logging)
+	if (vp->spec)
 	{
 		gi_deadlog_append(vp->index, vp->spec, vp->generation,
 						  vp->ds.keys[vp->ds.filling], vp->ds.n);
@@ -282,22 +281,23 @@ marked_dead(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off)
 	return true;
 }
 
-/* the item at (blkno, off); a dead one's position is marked when `mark` */
+/*
+ * The item at (blkno, off).  With a dead-row log, the callback judges only
+ * the TID directory's entries, and a dead one's position is marked.
+ */
 static ItemFate
-judge_item(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off,
-		   bool mark)
+judge_item(VacPass *vp, const char *item, BlockNumber blkno, OffsetNumber off)
 {
 	if (vp->judge == JUDGE_MARKS)
 		return marked_dead(vp, item, blkno, off) ? ITEM_LOGGED : ITEM_LIVE;
-	if (gi_deadlog_kills(vp->log, item, vp->spec ? vp->spec->gen_offset : 0))
-		return ITEM_LOGGED;
 	if (vp->judge == JUDGE_LOG)
-		return ITEM_LIVE;
+		return gi_deadlog_kills(vp->log, item, vp->spec->gen_offset)
+			? ITEM_LOGGED : ITEM_LIVE;
 	if (vp->callback((ItemPointer) item, vp->callback_state))
 	{
 		vp->ds.keys[vp->ds.filling][vp->ds.n++] = gi_tid_key((ItemPointer) item);
 		vp->stats->tuples_removed += 1;
-		if (mark)
+		if (vp->spec)
 			mark_item(vp, item, blkno, off);
 		return ITEM_DEAD;
 	}
@@ -341,7 +341,7 @@ vacuum_list(IndexVacuumInfo *info, GiListRef ref, Size itemsz, VacPass *vp)
 		maxoff = PageGetMaxOffsetNumber(page);
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 			if (judge_item(vp, PageGetItem(page, PageGetItemId(page, off)),
-						   blkno, off, false) != ITEM_LIVE)
+						   blkno, off) != ITEM_LIVE)
 				deletable[ndeletable++] = off;
 
 		if (ndeletable > 0)
@@ -410,7 +410,7 @@ scan_directory(IndexVacuumInfo *info, GiListRef ref, VacPass *vp)
 
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 			(void) judge_item(vp, PageGetItem(page, PageGetItemId(page, off)),
-							  blkno, off, true);
+							  blkno, off);
 		blkno = GiPageGetOpaque(page)->nextblkno;
 		UnlockReleaseBuffer(buf);
 	}
@@ -443,7 +443,6 @@ bulkdelete_logged(IndexVacuumInfo *info, const GiListDir *dir, Size itemsz,
 
 	vp->generation = gi_deadlog_bump(info->index, vp->spec->head, &head);
 	compact = log_full(vp->spec, &head);
-	vp->logging = true;
 	vp->judge = JUDGE_CALLBACK;
 	scan_directory(info, vp->spec->tids, vp);
 	vp->judge = JUDGE_MARKS;
@@ -472,8 +471,9 @@ bulkdelete_logged(IndexVacuumInfo *info, const GiListDir *dir, Size itemsz,
 /*
  * ambulkdelete of an AM whose rows live in the chains of dir's lists.
  * itemsz: the size of an item (a page with that much free space can take
- * an append).  A row with items in several lists has its key sent once
- * per list that held it.  deadlog: the AM's dead-row log, or NULL.
+ * an append).  Without a dead-row log (deadlog NULL), a row with items in
+ * several lists has its key sent once per list that held it; with one, a
+ * row's key is sent once, from its TID directory entry.
  */
 IndexBulkDeleteResult *
 gi_lists_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
