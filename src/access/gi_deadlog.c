@@ -3,7 +3,7 @@
  *		The dead-row log: heap TIDs VACUUM found dead, each with the
  *		generation of that VACUUM, kept on pages of their own so that a
  *		VACUUM changes a few log pages instead of every page holding a dead
- *		row's items.  Readers of the pages (loads, scans, the next VACUUM)
+ *		row's items.  Readers of the rows (loads, scans, the compacting VACUUM)
  *		read the log first and skip the items it kills.
  *
  * An item carries the generation current when it was appended.  A heap
@@ -45,7 +45,7 @@ typedef struct DeadEntry
 	char		status;			/* simplehash's */
 } DeadEntry;
 
-/* a VACUUM tests every item of the index: an open-addressing hash */
+/* a load or a compaction tests every item of the index: an open-addressing hash */
 #define SH_PREFIX deadtids
 #define SH_ELEMENT_TYPE DeadEntry
 #define SH_KEY_TYPE uint64
