@@ -38,6 +38,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -367,20 +368,65 @@ def run_seqscan(cl, ds, judge, lits, a, rep, budget):
         conn.close()
 
 
+class BuildWatch:
+    """Logs a running CREATE INDEX's progress (pg_stat_progress_create_index) every 30 s
+    from a thread of its own, so a build cut short still says how far it came."""
+
+    def __init__(self, cl, name, every=30.0):
+        self.name, self.every, self.last = name, every, None
+        self.done = threading.Event()
+        self.conn = db.connect(cl)
+        self.t0 = time.time()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.done.wait(self.every):
+            try:
+                row = self.conn.execute(
+                    "SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index "
+                    "WHERE command = 'CREATE INDEX'").fetchone()
+            except Exception:
+                return
+            if row:
+                self.last = (time.time() - self.t0, *row)
+                log(f"bench: {self.name} build at {self.last[0]:.0f} s: {row[0]}, "
+                    f"{row[1]} of {row[2]} tuples")
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(timeout=5)
+        self.conn.close()
+
+    def summary(self):
+        if not self.last:
+            return "no progress reported"
+        return (f"at {self.last[0]:.0f} s the build reported {self.last[1]}, "
+                f"{self.last[2]} of {self.last[3]} tuples")
+
+
 def run_hnsw(cl, ds, judge, lits, a, rep, budget):
     conn = db.connect(cl, jit="off")
     conn.execute("CHECKPOINT")
     if a.deadline:
         conn.execute(f"SET statement_timeout = '{max(1, int(budget.left() - 60))}s'")
+    if a.hnsw_mem:
+        conn.execute(f"SET maintenance_work_mem = '{a.hnsw_mem}'")
+    mem = db.scalar(conn, "SHOW maintenance_work_mem")
+    watch = BuildWatch(cl, "dv_hnsw")
     t0 = time.perf_counter()
     try:
         conn.execute("CREATE INDEX dv_hnsw ON dv USING hnsw (v sparsevec_ip_ops) "
                      "WITH (m = 16, ef_construction = 64)")
     except Exception as e:  # psycopg.Error: a cancelled or failed build
-        rep.note(f"hnsw: CREATE INDEX failed or was cancelled: {str(e).splitlines()[0]}")
+        watch.stop()
+        rep.note(f"hnsw: CREATE INDEX failed or was cancelled after {time.perf_counter() - t0:.0f} s "
+                 f"(maintenance_work_mem {mem}): {str(e).splitlines()[0]}; {watch.summary()}")
         conn.close()
         return
     build = time.perf_counter() - t0
+    watch.stop()
+    rep.note(f"hnsw: CREATE INDEX {build:.0f} s, maintenance_work_mem {mem}; {watch.summary()}")
     conn.execute("RESET statement_timeout")
     idx_mb = relsize_mb(conn, "dv_hnsw")
     workers = db.scalar(conn, "SHOW max_parallel_maintenance_workers")
@@ -550,6 +596,10 @@ def main():
     ap.add_argument("--seqscan-queries", type=int, default=50)
     ap.add_argument("--hnsw-nq", type=int, default=1000, help="queries for the HNSW sweep")
     ap.add_argument("--ef-search", default="40,80,160,320,640,1000")
+    ap.add_argument("--hnsw-workers", type=int, default=0,
+                    help="parallel workers for pgvector's HNSW build (0: the cluster's default)")
+    ap.add_argument("--hnsw-mem", default="",
+                    help="maintenance_work_mem for the HNSW build (e.g. 16GB: the graph in memory)")
     ap.add_argument("--seismic-builds", default="3500:0.1:0.4:1.5,3500:0.2:0.9:6",
                     help="n_postings:centroid_fraction:summary_energy:max_fraction,...")
     ap.add_argument("--seismic-search", default="10:0.3,10:0.5,10:0.7,10:0.9",
@@ -589,7 +639,14 @@ def main():
     judge = sparsedata.Judge(ds, gt_scores)
     lits = sparsedata.literals(ds.queries)
 
-    cl = Cluster(a.dir, a.port, device=a.device)
+    extra = {}
+    if a.hnsw_workers:
+        # pgvector's parallel build: its workers come from max_worker_processes, which
+        # the device service shares
+        extra = {"max_worker_processes": str(a.hnsw_workers + 4),
+                 "max_parallel_workers": str(a.hnsw_workers),
+                 "max_parallel_maintenance_workers": str(a.hnsw_workers)}
+    cl = Cluster(a.dir, a.port, device=a.device, extra=extra)
     reused = not cl.start(reuse=a.reuse)
     conn = db.connect(cl)
     conn.execute("CREATE EXTENSION IF NOT EXISTS gpuindex")
