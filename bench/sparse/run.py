@@ -678,9 +678,12 @@ def main():
         ident = json.dumps({k: ds.stats.get(k) for k in ("name", "docs", "seed", "dim", "postings")},
                            sort_keys=True)
         have = False
-        if reused and conn.execute("SELECT to_regclass('d') IS NOT NULL").fetchone()[0]:
+        load = bool({"gpusparse", "seqscan", "hnsw", "updates"} & set(engines))
+        if load and reused and conn.execute("SELECT to_regclass('d') IS NOT NULL").fetchone()[0]:
             have = conn.execute("SELECT obj_description('d'::regclass, 'pg_class')").fetchone()[0] == ident
-        if have:
+        if not load:
+            rep.note("table d: not loaded (no engine of this run searches from SQL)")
+        elif have:
             # a valid index a killed run left building is kept: its build is the slow part
             state["kept_index"] = conn.execute(
                 "SELECT coalesce((SELECT indisvalid FROM pg_index "
