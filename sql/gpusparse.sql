@@ -206,6 +206,58 @@ SELECT q, sp_enc_rank(q, true) = sp_enc_rank(q, false) AS same, sp_enc_rank(q, t
 FROM unnest(ARRAY['{1:1,16777216:2}/16777216', '{3:1,2400:1,2401:1}/16777216',
 				  '{129:1,2097152:-1}/16777216', '{16777215:1}/16777216']::spvec[]) q;
 
+-- more dimensions than a store has lists (2^24): the service gives the
+-- terms in use lists of their own; terms at the ends of spvec's range,
+-- gaps of 2^28 and more (5-byte varints), rows indexed by the build and
+-- by inserts, queries with terms no row has; ranked as a sequential scan
+-- ranks them, after a REINDEX and after a VACUUM too
+CREATE TABLE sp_wide (id int, v spvec(1000000000));
+INSERT INTO sp_wide VALUES
+	(1, '{1:1,268435457:2,536870913:3,805306369:4,1000000000:5}/1000000000'),
+	(2, '{1000000000:1}/1000000000'), (3, '{}/1000000000');
+INSERT INTO sp_wide SELECT i, spvec(array_agg(t ORDER BY t), array_agg((((t % 7) + 1) / 4.0)::real ORDER BY t),
+	1000000000) FROM (SELECT DISTINCT i, ((i * 7919 + j * 104729) % 200) * 4999999 + 1 AS t
+		FROM generate_series(4, 300) i, generate_series(1, 1 + i % 40) j) s GROUP BY i;
+CREATE INDEX sp_wide_v ON sp_wide USING gpusparse (v);
+INSERT INTO sp_wide SELECT i, spvec(ARRAY[(i % 200) * 4999999 + 1, 999999999],
+	ARRAY[1, 0.5]::real[], 1000000000) FROM generate_series(301, 400) i;
+CREATE FUNCTION sp_wide_rank(q spvec, use_index bool) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+BEGIN
+	IF use_index THEN
+		SET LOCAL enable_seqscan = off;
+		SET LOCAL enable_sort = off;
+		SELECT string_agg(id || ':' || d, ',') INTO r FROM
+			(SELECT id, v <#> q AS d FROM sp_wide ORDER BY v <#> q LIMIT 20) s;
+	ELSE
+		SET LOCAL enable_indexscan = off;
+		SELECT string_agg(id || ':' || d, ',') INTO r FROM
+			(SELECT id, v <#> q AS d FROM sp_wide ORDER BY v <#> q, ctid LIMIT 20) s;
+	END IF;
+	RETURN r;
+END $$;
+CREATE TABLE sp_wide_q (q spvec);
+INSERT INTO sp_wide_q VALUES ('{1:1,1000000000:1}/1000000000'),
+	('{268435457:1,805306369:-1}/1000000000'), ('{5000000:1,999999999:2}/1000000000'),
+	('{1:2,4:1,5000000:1,50000000:1}/1000000000'), ('{2:1,999999998:1}/1000000000'),
+	('{}/1000000000');
+INSERT INTO sp_wide_q SELECT spvec(ARRAY[(i * 37 % 200) * 4999999 + 1, (i * 91 % 200) * 4999999 + 1, 999999999],
+	ARRAY[1, 2, 3]::real[], 1000000000) FROM generate_series(1, 20) i WHERE i * 37 % 200 < i * 91 % 200;
+SELECT count(*) AS queries, count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same
+FROM sp_wide_q;
+SELECT sp_wide_rank('{1:1,1000000000:1}/1000000000', true) AS ranked;
+SELECT sp_wide_rank('{2:1,999999998:1}/1000000000', true) = sp_wide_rank('{2:1,999999998:1}/1000000000', false) AS no_term_in_use;
+SELECT dim FROM gpuindex_stats WHERE index_name = 'sp_wide_v';
+REINDEX INDEX sp_wide_v;
+SELECT count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same_after_reindex
+FROM sp_wide_q;
+DELETE FROM sp_wide WHERE id % 3 = 0;
+VACUUM (INDEX_CLEANUP ON) sp_wide;
+INSERT INTO sp_wide VALUES (1000, '{999999999:4,1000000000:4}/1000000000');
+SELECT count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same_after_vacuum
+FROM sp_wide_q;
+
 -- an operator class must give an spvec
 CREATE FUNCTION sp_bad_support(spvec) RETURNS real[] AS 'SELECT $1::real[]' LANGUAGE sql IMMUTABLE;
 CREATE OPERATOR CLASS sp_bad_ops FOR TYPE spvec USING gpusparse AS
@@ -213,8 +265,8 @@ CREATE OPERATOR CLASS sp_bad_ops FOR TYPE spvec USING gpusparse AS
 	FUNCTION 1 sp_bad_support(spvec);
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'sp_bad_ops';
 
-DROP TABLE sp_docs, sp_free, sp_big, sp_enc;
-DROP FUNCTION sp_enc_rank;
+DROP TABLE sp_docs, sp_free, sp_big, sp_enc, sp_wide, sp_wide_q;
+DROP FUNCTION sp_enc_rank, sp_wide_rank;
 DROP FUNCTION sp_check, sp_batch_check, sp_random;
 DROP OPERATOR CLASS sp_bad_ops USING gpusparse;
 DROP FUNCTION sp_bad_support;

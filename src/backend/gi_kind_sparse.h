@@ -9,7 +9,9 @@
  * parameters: a gi_sparse_search_params.  Queries: nq queries packed back
  * to back, each a uint32 nnz, then nnz uint32 terms (strictly ascending,
  * each < dim), then nnz float weights; gi_sparse_query_bytes gives a
- * query's size.
+ * query's size.  (An index of more dimensions than a store has lists
+ * names terms instead in its requests; the device service maps them to
+ * lists, src/service/kinds/sparse.c, before a backend sees them.)
  *
  * Score and order: a document's score for a query is the sum over the
  * query's terms t of weight(query, t) * weight(document, t), each product
@@ -40,8 +42,14 @@ extern "C"
 typedef struct gi_sparse_state
 {
 	uint32_t	dim;			/* == the store's nlists; record_bytes == 4 */
-	uint32_t	pad;
+	uint32_t	terms;			/* 0: a term is its list; else the index's
+								 * dimension, above GI_SPARSE_MAX_LISTS, whose
+								 * terms the device service maps to lists
+								 * before a backend sees them */
 } gi_sparse_state;
+
+/* lists a sparse store may have: one per dimension, or per term in use */
+#define GI_SPARSE_MAX_LISTS		(1u << 24)
 
 /* how a backend computes the scores (the CUDA backend has two kernels) */
 typedef enum gi_sparse_method

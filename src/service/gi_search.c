@@ -190,7 +190,8 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	gi_status	st;
 
 	memset(&params, 0, sizeof(params));
-	queries = kind->merge_search(e->summary, reqs, n, params.bytes, &query_bytes);
+	queries = kind->merge_search(e->summary, &e->kdata, reqs, n, params.bytes,
+								 &query_bytes);
 	*hits = palloc_extended((Size) nq * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
 	*found = palloc_extended((Size) nq * sizeof(uint32), MCXT_ALLOC_HUGE);
 	if (gi_search_slice_ms > 0)

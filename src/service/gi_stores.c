@@ -77,6 +77,8 @@ gi_store_remove(GiStoreEntry *entry)
 		gi_shards_destroy(&entry->shards);
 	if (entry->summary)
 		pfree(entry->summary);
+	if (entry->kdata.cxt)
+		MemoryContextDelete(entry->kdata.cxt);
 	if (entry->touched)
 		hash_destroy(entry->touched);
 	hash_search(gi_stores, &key, HASH_REMOVE, NULL);

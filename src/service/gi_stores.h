@@ -28,6 +28,7 @@ typedef struct GiStoreEntry
 	uint32		nlists;
 	uint32		record_bytes;
 	void	   *summary;		/* the kind's, see GiKindStore */
+	GiKindData	kdata;			/* the kind's own data, see GiKindData */
 	GiShards	shards;			/* the store: one per device, or one */
 	uint64		synced_lsn;		/* loaded on a hot standby: the WAL replay
 								 * position the store covers; 0 elsewhere */

@@ -12,12 +12,16 @@
 
 #include "gi_store_requests.h"
 
-/* a records payload that fits the store; false after answering */
+/*
+ * A records payload that fits the store, its lists those of the store (a
+ * kind may name them otherwise in its requests); false after answering.
+ */
 static bool
 records_ok(GiWork *w, GiStoreEntry *e)
 {
+	const GiServiceKind *kind = gi_kind_get(e->kind);
 	uint32		n = w->slot->args.n;
-	const uint32 *lists;
+	uint32	   *lists;
 
 	if (w->slot->in_size != gi_records_size(n, e->record_bytes))
 	{
@@ -27,6 +31,18 @@ records_ok(GiWork *w, GiStoreEntry *e)
 		return false;
 	}
 	lists = gi_records_lists(w->buf, n);
+	if (kind && kind->map_lists)
+	{
+		char		err[256];
+		int			sqlstate = kind->map_lists(e->summary, &e->kdata, n, lists,
+											   err, sizeof(err));
+
+		if (sqlstate != 0)
+		{
+			gi_reply_error(w, sqlstate, "%s", err);
+			return false;
+		}
+	}
 	for (uint32 i = 0; i < n; i++)
 		if (lists[i] >= e->nlists)
 		{

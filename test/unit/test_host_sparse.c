@@ -96,7 +96,7 @@ sparse_store(uint32_t dim)
 	p.chunk_slabs = 4;
 	assert_int_equal(ops->store_create(&p, &s), GI_OK);
 	st.dim = dim;
-	st.pad = 0;
+	st.terms = 0;
 	assert_int_equal(ops->kinds[GI_KIND_SPARSE]->set_state(s, &st, sizeof(st)), GI_OK);
 	return s;
 }

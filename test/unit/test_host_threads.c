@@ -572,7 +572,7 @@ test_sparse_threads(void **state)
 	p.key_mode = GI_KEYS_PER_LIST;
 	assert_int_equal(ops->store_create(&p, &s), GI_OK);
 	st.dim = DIM;
-	st.pad = 0;
+	st.terms = 0;
 	assert_int_equal(ops->kinds[GI_KIND_SPARSE]->set_state(s, &st, sizeof(st)), GI_OK);
 	for (i = 0; i < NDOC; i++)
 	{

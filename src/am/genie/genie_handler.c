@@ -45,7 +45,7 @@ genie_init(void)
 	genie_relopt_kind = add_reloption_kind();
 	add_int_reloption(genie_relopt_kind, "lists",
 					  "Posting lists of the index (keyword mod lists)",
-					  GENIE_DEFAULT_LISTS, 1, GPUSPARSE_MAX_DIM, AccessExclusiveLock);
+					  GENIE_DEFAULT_LISTS, 1, GI_SPARSE_MAX_LISTS, AccessExclusiveLock);
 	gpusparse_add_vacuum_log_limit(genie_relopt_kind);
 }
 

@@ -55,8 +55,11 @@
 #define GPUSPARSE_SPVEC_PROC	1
 #define GPUSPARSE_NPROCS		1
 
-/* one list per dimension in the store: the memory it costs bounds this */
-#define GPUSPARSE_MAX_DIM	(1 << 24)
+/*
+ * spvec's own limit.  The store has a list per dimension up to
+ * GI_SPARSE_MAX_LISTS dimensions, beyond that a list per term in use.
+ */
+#define GPUSPARSE_MAX_DIM	SPVEC_MAX_DIM
 
 /* the default share of rows (percent) the dead-row log may hold */
 #define GPUSPARSE_DEFAULT_VACUUM_LOG_LIMIT	20
@@ -99,16 +102,26 @@ typedef GpusparseTupleData *GpusparseTuple;
 
 #define GPUSPARSE_ITEM_UNIT		0x01	/* every weight is 1: none stored */
 
-/* bytes of a term's varint at most (terms are below GPUSPARSE_MAX_DIM) */
-#define GPUSPARSE_TERM_BYTES_MAX	4
+/*
+ * Bytes of a term's varint at most: 4 below 2^28, 5 up to spvec's 10^9
+ * dimensions, where a row's ascending terms leave at most 4 varints (the
+ * first term and gaps of 2^28 or more) that take the fifth byte.
+ */
+#define GPUSPARSE_TERM_BYTES_MAX	5
+#define GPUSPARSE_WIDE_TERMS_MAX	4
 
 /* the largest item of nnz pairs */
 #define GPUSPARSE_ITEM_SIZE_MAX(nnz) \
 	(offsetof(GpusparseTupleData, data) + 1 + \
-	 (Size) (nnz) * (GPUSPARSE_TERM_BYTES_MAX + sizeof(float4)))
+	 (Size) (nnz) * (4 + sizeof(float4)) + GPUSPARSE_WIDE_TERMS_MAX)
+
+/* pairs an item may hold, and pairs a new item holds at most */
 #define GPUSPARSE_ITEM_MAX_NNZ \
 	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpusparseTupleData, data) - 1) / \
-			(GPUSPARSE_TERM_BYTES_MAX + sizeof(float4))))
+			(4 + sizeof(float4))))
+#define GPUSPARSE_ITEM_FORM_NNZ \
+	((int) ((GI_MAX_ITEM_SIZE - offsetof(GpusparseTupleData, data) - 1 - \
+			 GPUSPARSE_WIDE_TERMS_MAX) / (4 + sizeof(float4))))
 
 /* build phases shown in pg_stat_progress_create_index.subphase */
 #define GPUSPARSE_PHASE_WRITE	2
@@ -196,6 +209,7 @@ extern IndexBulkDeleteResult *gpusparse_bulkdelete_limit(IndexVacuumInfo *info,
 														 int log_limit);
 
 /* gpusparse_load.c */
+extern uint32 gpusparse_store_dim(uint32 dim);
 extern bool gpusparse_load(Relation index);
 extern void *gpusparse_pack_queries(SpVec **queries, int nq, Size *bytes);
 extern gi_hit *gpusparse_search_service(Relation index, uint32 dim,

@@ -81,8 +81,7 @@ gpusparse_check_dim(Relation index, uint32 dim, int got)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("gpusparse indexes support at most %d dimensions", GPUSPARSE_MAX_DIM),
-				 errdetail("The vector has %d dimensions.", got),
-				 errhint("The device store keeps one list per dimension; map the dimensions to a smaller range.")));
+				 errdetail("The vector has %d dimensions.", got)));
 }
 
 char *

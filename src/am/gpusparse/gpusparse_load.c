@@ -49,6 +49,17 @@ walk_chain(GiLoad *load, void *arg)
 }
 
 /*
+ * The store's lists for an index of dim dimensions: one per dimension, or
+ * as many as a store has, which the device service gives to the terms in
+ * use (the requests name terms all the same).
+ */
+uint32
+gpusparse_store_dim(uint32 dim)
+{
+	return Min(dim, GI_SPARSE_MAX_LISTS);
+}
+
+/*
  * Load the index's store from its pages (the GiLoadFn of gpusparse): true
  * when it is ready or there is nothing to load, false when another backend
  * loads it.
@@ -64,7 +75,8 @@ gpusparse_load(Relation index)
 		return true;			/* nothing indexed: nothing to search */
 
 	state = palloc0(sizeof(gi_sparse_state));
-	state->dim = dim;
+	state->dim = gpusparse_store_dim(dim);
+	state->terms = dim > GI_SPARSE_MAX_LISTS ? dim : 0;
 	memset(&spec, 0, sizeof(spec));
 	spec.kind = GI_KIND_SPARSE;
 	spec.state = state;
@@ -155,7 +167,7 @@ gpusparse_search_service(Relation index, uint32 dim, const void *queries,
 	call.args.kind = GI_KIND_SPARSE;
 	call.args.n = nq;
 	call.args.k = k;
-	GI_KARGS(&call.args, gi_sparse_search_params)->dim = dim;
+	GI_KARGS(&call.args, gi_sparse_search_params)->dim = gpusparse_store_dim(dim);
 	GI_KARGS(&call.args, gi_sparse_search_params)->method = (uint32) gpusparse_method;
 	call.in = queries;
 	call.in_size = bytes;

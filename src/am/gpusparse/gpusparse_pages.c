@@ -203,7 +203,7 @@ all_unit(const float4 *values, int n)
 }
 
 /*
- * The items of one row: runs of at most GPUSPARSE_ITEM_MAX_NNZ pairs, one
+ * The items of one row: runs of at most GPUSPARSE_ITEM_FORM_NNZ pairs, one
  * empty item for a row without non-zeros, each with the dead-row log's
  * generation; emit gets each (the item is reused for the next).
  */
@@ -212,7 +212,7 @@ gpusparse_form_items(const SpVec *v, ItemPointer heaptid, uint32 generation,
 					 void (*emit) (void *arg, GpusparseTuple item, Size itemsz),
 					 void *arg)
 {
-	int			per = Min(v->nnz, GPUSPARSE_ITEM_MAX_NNZ);
+	int			per = Min(v->nnz, GPUSPARSE_ITEM_FORM_NNZ);
 	GpusparseTuple item = palloc0(GPUSPARSE_ITEM_SIZE_MAX(per));
 	const float4 *values = SPVEC_VALUES(v);
 	int			from = 0;
@@ -274,14 +274,14 @@ gpusparse_item_pairs(const GpusparseTupleData *t, Size itemsz, uint32 dim,
 		return false;
 	for (int i = 0; i < t->nnz; i++)
 	{
-		uint32		x = 0;
+		uint64		x = 0;
 		int			shift = 0;
 
 		do
 		{
 			if (p == end || shift >= 7 * GPUSPARSE_TERM_BYTES_MAX)
 				return false;
-			x |= (uint32) (*p & 0x7f) << shift;
+			x |= (uint64) (*p & 0x7f) << shift;
 			shift += 7;
 		} while (*p++ & 0x80);
 		if (i > 0 && x == 0)
@@ -289,7 +289,7 @@ gpusparse_item_pairs(const GpusparseTupleData *t, Size itemsz, uint32 dim,
 		term = i == 0 ? x : term + x;
 		if (term >= dim)
 			return false;
-		terms[i] = (int32) term;
+		terms[i] = (int32) term;	/* below dim: fits */
 	}
 	if (flags & GPUSPARSE_ITEM_UNIT)
 	{

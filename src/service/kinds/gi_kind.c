@@ -26,6 +26,15 @@ gi_kind_get(uint32 kind)
 	return kind < GI_KIND_COUNT ? gi_kinds[kind] : NULL;
 }
 
+MemoryContext
+gi_kind_data_cxt(GiKindData *kd)
+{
+	if (kd->cxt == NULL)
+		kd->cxt = AllocSetContextCreate(TopMemoryContext, "gpuindex kind data",
+										ALLOCSET_DEFAULT_SIZES);
+	return kd->cxt;
+}
+
 const void *
 gi_kind_concat_queries(const GiKindSearch *reqs, int n, Size *query_bytes)
 {

@@ -40,6 +40,20 @@ typedef struct GiShardMap
 	uint64	   *records;		/* records routed to each shard */
 } GiShardMap;
 
+/*
+ * What a kind keeps of its own for one store beyond the summary (a term
+ * dictionary, say): data allocated in cxt, which the service creates on
+ * first use and deletes with the store.
+ */
+typedef struct GiKindData
+{
+	MemoryContext cxt;
+	void	   *data;
+} GiKindData;
+
+/* the context of a store's GiKindData, created on first use */
+extern MemoryContext gi_kind_data_cxt(GiKindData *kd);
+
 /* what a kind's state asks of the store it is loaded into */
 typedef struct GiKindStore
 {
@@ -75,10 +89,22 @@ typedef struct GiServiceKind
 	 * The merged search of n checked requests of one group: the backend's
 	 * search parameters into params (GI_KARGS_BYTES of room) and the
 	 * queries of all requests in order, back to back (palloc'd, or a
-	 * request's own payload), their size in *query_bytes.
+	 * request's own payload), their size in *query_bytes.  kd is the
+	 * store's data of the kind (map_lists).
 	 */
-	const void *(*merge_search) (const void *summary, const GiKindSearch *reqs,
-								 int n, void *params, Size *query_bytes);
+	const void *(*merge_search) (const void *summary, GiKindData *kd,
+								 const GiKindSearch *reqs, int n, void *params,
+								 Size *query_bytes);
+
+	/*
+	 * Optional: the lists of n records of an INSERT or LOAD_CHUNK, as the
+	 * request names them, rewritten in place into the store's lists before
+	 * they are checked against nlists, with the store's data of the kind.
+	 * Returns 0, or an SQLSTATE with the reason in err (the request fails,
+	 * its records are not inserted).
+	 */
+	int			(*map_lists) (const void *summary, GiKindData *kd, uint32 n,
+							  uint32 *lists, char *err, Size errlen);
 
 	/*
 	 * The bytes the first n queries of a checked request take at the start

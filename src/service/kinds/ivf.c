@@ -149,8 +149,8 @@ ivf_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
 }
 
 static const void *
-ivf_merge_search(const void *summary, const GiKindSearch *reqs, int n,
-				 void *params, Size *query_bytes)
+ivf_merge_search(const void *summary, GiKindData *kd, const GiKindSearch *reqs,
+				 int n, void *params, Size *query_bytes)
 {
 	const gi_ivf_state *st = summary;
 	gi_ivf_search_params *p = params;
@@ -188,12 +188,13 @@ ivfpq_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
 }
 
 static const void *
-ivfpq_merge_search(const void *summary, const GiKindSearch *reqs, int n,
-				   void *params, Size *query_bytes)
+ivfpq_merge_search(const void *summary, GiKindData *kd, const GiKindSearch *reqs,
+				   int n, void *params, Size *query_bytes)
 {
 	const gi_ivfpq_search_params *first = GI_KARGS(reqs[0].args, gi_ivfpq_search_params);
 	gi_ivfpq_search_params *p = params;
-	const void *queries = ivf_merge_search(summary, reqs, n, &p->ivf, query_bytes);
+	const void *queries = ivf_merge_search(summary, kd, reqs, n, &p->ivf,
+												   query_bytes);
 
 	p->mode = first->mode;
 	p->select = first->select;

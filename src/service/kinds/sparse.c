@@ -11,14 +11,53 @@
  * and method are merged by concatenating their queries.  Spread over
  * several devices, a store keeps each document whole on one shard, chosen
  * by a hash of its key.
+ *
+ * An index of more dimensions than a store has lists (state.terms set)
+ * names terms, not lists, in its records and queries: the store's term
+ * dictionary gives each term a list when its first record comes, and a
+ * query's terms are replaced by their lists (a term no record has is
+ * dropped: it scores nothing) and sorted again before a backend sees
+ * them.  The dictionary is a cache like the store: a reload builds it anew.
  */
 #include "postgres.h"
+
+#include "utils/hsearch.h"
 
 #include "gi_kind.h"
 #include "gi_kind_sparse.h"
 
-/* one list per dimension; the access method stays below */
-#define GI_SPARSE_MAX_DIM	(1 << 24)
+/* a store's term dictionary (state.terms set) */
+typedef struct SparseTerms
+{
+	HTAB	   *map;			/* term -> list */
+	uint32		nlists;			/* lists given out */
+} SparseTerms;
+
+typedef struct SparseTerm
+{
+	uint32		term;			/* hash key */
+	uint32		list;
+} SparseTerm;
+
+static SparseTerms *
+sparse_terms(GiKindData *kd)
+{
+	if (kd->data == NULL)
+	{
+		MemoryContext cxt = gi_kind_data_cxt(kd);
+		SparseTerms *t = MemoryContextAllocZero(cxt, sizeof(SparseTerms));
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(SparseTerm);
+		ctl.hcxt = cxt;
+		t->map = hash_create("gpuindex sparse terms", 1024, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		kd->data = t;
+	}
+	return kd->data;
+}
 
 static int
 sparse_check_state(const void *state, Size bytes, GiKindStore *store,
@@ -32,16 +71,62 @@ sparse_check_state(const void *state, Size bytes, GiKindStore *store,
 				 (size_t) bytes);
 		return ERRCODE_PROTOCOL_VIOLATION;
 	}
-	if (st->dim < 1 || st->dim > GI_SPARSE_MAX_DIM)
+	if (st->dim < 1 || st->dim > GI_SPARSE_MAX_LISTS)
 	{
-		snprintf(err, errlen, "gpuindex sparse store of %u dimensions (1 to %d allowed)",
-				 st->dim, GI_SPARSE_MAX_DIM);
+		snprintf(err, errlen, "gpuindex sparse store of %u dimensions (1 to %u allowed)",
+				 st->dim, GI_SPARSE_MAX_LISTS);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+	if (st->terms != 0 && (st->terms <= GI_SPARSE_MAX_LISTS || st->dim != GI_SPARSE_MAX_LISTS))
+	{
+		snprintf(err, errlen, "gpuindex sparse store of %u lists for %u dimensions (a dictionary needs more than %u dimensions and %u lists)",
+				 st->dim, st->terms, GI_SPARSE_MAX_LISTS, GI_SPARSE_MAX_LISTS);
 		return ERRCODE_INVALID_PARAMETER_VALUE;
 	}
 	store->nlists = st->dim;
 	store->record_bytes = sizeof(float);
 	store->key_mode = GI_KEYS_PER_LIST;
 	store->summary_bytes = sizeof(gi_sparse_state);
+	return 0;
+}
+
+/* the records' terms into lists, new terms given the next list */
+static int
+sparse_map_lists(const void *summary, GiKindData *kd, uint32 n, uint32 *lists,
+				 char *err, Size errlen)
+{
+	const gi_sparse_state *st = summary;
+	SparseTerms *t;
+
+	if (st->terms == 0)
+		return 0;
+	t = sparse_terms(kd);
+	for (uint32 i = 0; i < n; i++)
+	{
+		SparseTerm *ent;
+		bool		found;
+
+		if (lists[i] >= st->terms)
+		{
+			snprintf(err, errlen, "gpuindex sparse insert names term %u of %u",
+					 lists[i], st->terms);
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		}
+		ent = hash_search(t->map, &lists[i], HASH_FIND, NULL);
+		if (ent == NULL)
+		{
+			if (t->nlists >= st->dim)
+			{
+				snprintf(err, errlen,
+						 "gpuindex sparse store has no list left for another dimension: an index uses at most %u distinct dimensions",
+						 st->dim);
+				return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			}
+			ent = hash_search(t->map, &lists[i], HASH_ENTER, &found);
+			ent->list = t->nlists++;
+		}
+		lists[i] = ent->list;
+	}
 	return 0;
 }
 
@@ -72,7 +157,8 @@ sparse_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
 		if (req->query_bytes - at < sizeof(uint32))
 			break;
 		memcpy(&nnz, q + at, sizeof(uint32));
-		if (nnz > st->dim || req->query_bytes - at < gi_sparse_query_bytes(nnz))
+		if (nnz > (st->terms ? st->terms : st->dim) ||
+			req->query_bytes - at < gi_sparse_query_bytes(nnz))
 		{
 			at = req->query_bytes + 1;
 			break;
@@ -90,13 +176,97 @@ sparse_check_search(const void *summary, const GiKindSearch *req, uint64 *group,
 	return 0;
 }
 
-static const void *
-sparse_merge_search(const void *summary, const GiKindSearch *reqs, int n,
-					void *params, Size *query_bytes)
+typedef struct SparsePair
 {
+	uint32		list;
+	float		weight;
+} SparsePair;
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+	uint32		x = ((const SparsePair *) a)->list;
+	uint32		y = ((const SparsePair *) b)->list;
+
+	return x < y ? -1 : x > y;
+}
+
+/* n queries of terms as the backends take them: lists, ascending */
+static void *
+sparse_map_queries(const gi_sparse_state *st, GiKindData *kd, const char *in,
+				   uint32 n, Size *bytes)
+{
+	SparseTerms *t = sparse_terms(kd);
+	char	   *out = palloc_extended(Max(*bytes, 1), MCXT_ALLOC_HUGE);
+	SparsePair *pairs = NULL;
+	uint32		room = 0;
+	Size		at = 0;
+	Size		to = 0;
+
+	for (uint32 q = 0; q < n; q++)
+	{
+		uint32		nnz;
+		uint32		kept = 0;
+		const char *terms;
+		const char *weights;
+
+		memcpy(&nnz, in + at, sizeof(uint32));
+		terms = in + at + sizeof(uint32);
+		weights = terms + (Size) nnz * sizeof(uint32);
+		if (nnz > room)
+		{
+			room = Max(nnz, 2 * room);
+			pairs = pairs ? repalloc_huge(pairs, (Size) room * sizeof(SparsePair))
+				: palloc_extended((Size) room * sizeof(SparsePair), MCXT_ALLOC_HUGE);
+		}
+		for (uint32 i = 0; i < nnz; i++)
+		{
+			uint32		term;
+			SparseTerm *ent;
+
+			memcpy(&term, terms + (Size) i * sizeof(uint32), sizeof(uint32));
+			ent = hash_search(t->map, &term, HASH_FIND, NULL);
+			if (ent == NULL)
+				continue;		/* no record has it: it scores nothing */
+			pairs[kept].list = ent->list;
+			memcpy(&pairs[kept].weight, weights + (Size) i * sizeof(float), sizeof(float));
+			kept++;
+		}
+		if (kept > 1)
+			qsort(pairs, kept, sizeof(SparsePair), cmp_pair);
+		memcpy(out + to, &kept, sizeof(uint32));
+		for (uint32 i = 0; i < kept; i++)
+		{
+			memcpy(out + to + sizeof(uint32) + (Size) i * sizeof(uint32),
+				   &pairs[i].list, sizeof(uint32));
+			memcpy(out + to + sizeof(uint32) + (Size) kept * sizeof(uint32) +
+				   (Size) i * sizeof(float), &pairs[i].weight, sizeof(float));
+		}
+		at += gi_sparse_query_bytes(nnz);
+		to += gi_sparse_query_bytes(kept);
+	}
+	if (pairs)
+		pfree(pairs);
+	*bytes = to;
+	return out;
+}
+
+static const void *
+sparse_merge_search(const void *summary, GiKindData *kd, const GiKindSearch *reqs,
+					int n, void *params, Size *query_bytes)
+{
+	const gi_sparse_state *st = summary;
+	const void *queries;
+	uint32		nq = 0;
+
 	*(gi_sparse_search_params *) params =
 		*GI_KARGS(reqs[0].args, gi_sparse_search_params);
-	return gi_kind_concat_queries(reqs, n, query_bytes);
+	queries = gi_kind_concat_queries(reqs, n, query_bytes);
+	if (st->terms == 0)
+		return queries;
+	for (int i = 0; i < n; i++)
+		nq += reqs[i].args->n;
+	return sparse_map_queries(st, kd, queries, nq, query_bytes);
 }
 
 static Size
@@ -127,7 +297,7 @@ sparse_describe(const void *summary, uint32 *dim, char *metric, Size metric_len)
 {
 	const gi_sparse_state *st = summary;
 
-	*dim = st->dim;
+	*dim = st->terms ? st->terms : st->dim;
 	strlcpy(metric, "ip", metric_len);
 }
 
@@ -137,6 +307,7 @@ const GiServiceKind gi_kind_sparse = {
 	.check_state = sparse_check_state,
 	.check_search = sparse_check_search,
 	.merge_search = sparse_merge_search,
+	.map_lists = sparse_map_lists,
 	.queries_size = sparse_queries_size,
 	.route = sparse_route,
 	.describe = sparse_describe,
