@@ -67,7 +67,10 @@ gpusparse_is_gpusparse_index(Relation index)
 		index->rd_indam != NULL && index->rd_indam->ambuild == gpusparse_build;
 }
 
-/* a row's or query's dimension against the index's (0: not fixed yet) */
+/*
+ * A row's or query's dimension against the index's (0: not fixed yet); any
+ * dimension spvec takes is indexable.
+ */
 void
 gpusparse_check_dim(Relation index, uint32 dim, int got)
 {
@@ -77,11 +80,6 @@ gpusparse_check_dim(Relation index, uint32 dim, int got)
 				 errmsg("expected %u dimensions, not %d", dim, got),
 				 errdetail("The gpusparse index \"%s\" holds vectors of %u dimensions.",
 						   RelationGetRelationName(index), dim)));
-	if (got > GPUSPARSE_MAX_DIM)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gpusparse indexes support at most %d dimensions", GPUSPARSE_MAX_DIM),
-				 errdetail("The vector has %d dimensions.", got)));
 }
 
 char *

@@ -104,7 +104,6 @@ sparse_map_lists(const void *summary, GiKindData *kd, uint32 n, uint32 *lists,
 	for (uint32 i = 0; i < n; i++)
 	{
 		SparseTerm *ent;
-		bool		found;
 
 		if (lists[i] >= st->terms)
 		{
@@ -122,7 +121,7 @@ sparse_map_lists(const void *summary, GiKindData *kd, uint32 n, uint32 *lists,
 						 st->dim);
 				return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 			}
-			ent = hash_search(t->map, &lists[i], HASH_ENTER, &found);
+			ent = hash_search(t->map, &lists[i], HASH_ENTER, NULL);
 			ent->list = t->nlists++;
 		}
 		lists[i] = ent->list;
