@@ -186,23 +186,29 @@ INSERT INTO sp_enc SELECT 7, spvec(ARRAY(SELECT generate_series(2, 3000, 2)),
 	16777216);
 CREATE INDEX sp_enc_v ON sp_enc USING gpusparse (v);
 INSERT INTO sp_enc VALUES (8, '{1:1,16777215:1,16777216:1}/16777216');
-CREATE FUNCTION sp_enc_rank(q spvec, use_index bool) RETURNS text LANGUAGE plpgsql AS $$
+-- the first n rows of tbl by v <#> q, through the index or by a sequential
+-- scan (ties by ctid), as id:distance,...
+CREATE FUNCTION sp_rank(tbl regclass, q spvec, n int, use_index bool) RETURNS text
+LANGUAGE plpgsql AS $$
 DECLARE
 	r text;
 BEGIN
 	IF use_index THEN
 		SET LOCAL enable_seqscan = off;
 		SET LOCAL enable_sort = off;
-		SELECT string_agg(id || ':' || d, ',') INTO r FROM
-			(SELECT id, v <#> q AS d FROM sp_enc ORDER BY v <#> q LIMIT 100) s;
+		EXECUTE format('SELECT string_agg(id || '':'' || d, '','') FROM
+			(SELECT id, v <#> $1 AS d FROM %s ORDER BY v <#> $1 LIMIT $2) s', tbl)
+			INTO r USING q, n;
 	ELSE
 		SET LOCAL enable_indexscan = off;
-		SELECT string_agg(id || ':' || d, ',') INTO r FROM
-			(SELECT id, v <#> q AS d FROM sp_enc ORDER BY v <#> q, ctid LIMIT 100) s;
+		EXECUTE format('SELECT string_agg(id || '':'' || d, '','') FROM
+			(SELECT id, v <#> $1 AS d FROM %s ORDER BY v <#> $1, ctid LIMIT $2) s', tbl)
+			INTO r USING q, n;
 	END IF;
 	RETURN r;
 END $$;
-SELECT q, sp_enc_rank(q, true) = sp_enc_rank(q, false) AS same, sp_enc_rank(q, true) AS ranked
+SELECT q, sp_rank('sp_enc', q, 100, true) = sp_rank('sp_enc', q, 100, false) AS same,
+	sp_rank('sp_enc', q, 100, true) AS ranked
 FROM unnest(ARRAY['{1:1,16777216:2}/16777216', '{3:1,2400:1,2401:1}/16777216',
 				  '{129:1,2097152:-1}/16777216', '{16777215:1}/16777216']::spvec[]) q;
 
@@ -221,22 +227,6 @@ INSERT INTO sp_wide SELECT i, spvec(array_agg(t ORDER BY t), array_agg((((t % 7)
 CREATE INDEX sp_wide_v ON sp_wide USING gpusparse (v);
 INSERT INTO sp_wide SELECT i, spvec(ARRAY[(i % 200) * 4999999 + 1, 999999999],
 	ARRAY[1, 0.5]::real[], 1000000000) FROM generate_series(301, 400) i;
-CREATE FUNCTION sp_wide_rank(q spvec, use_index bool) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-BEGIN
-	IF use_index THEN
-		SET LOCAL enable_seqscan = off;
-		SET LOCAL enable_sort = off;
-		SELECT string_agg(id || ':' || d, ',') INTO r FROM
-			(SELECT id, v <#> q AS d FROM sp_wide ORDER BY v <#> q LIMIT 20) s;
-	ELSE
-		SET LOCAL enable_indexscan = off;
-		SELECT string_agg(id || ':' || d, ',') INTO r FROM
-			(SELECT id, v <#> q AS d FROM sp_wide ORDER BY v <#> q, ctid LIMIT 20) s;
-	END IF;
-	RETURN r;
-END $$;
 CREATE TABLE sp_wide_q (q spvec);
 INSERT INTO sp_wide_q VALUES ('{1:1,1000000000:1}/1000000000'),
 	('{268435457:1,805306369:-1}/1000000000'), ('{5000000:1,999999999:2}/1000000000'),
@@ -244,18 +234,22 @@ INSERT INTO sp_wide_q VALUES ('{1:1,1000000000:1}/1000000000'),
 	('{}/1000000000');
 INSERT INTO sp_wide_q SELECT spvec(ARRAY[(i * 37 % 200) * 4999999 + 1, (i * 91 % 200) * 4999999 + 1, 999999999],
 	ARRAY[1, 2, 3]::real[], 1000000000) FROM generate_series(1, 20) i WHERE i * 37 % 200 < i * 91 % 200;
-SELECT count(*) AS queries, count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same
+SELECT count(*) AS queries,
+	count(*) FILTER (WHERE sp_rank('sp_wide', q, 20, true) = sp_rank('sp_wide', q, 20, false)) AS same
 FROM sp_wide_q;
-SELECT sp_wide_rank('{1:1,1000000000:1}/1000000000', true) AS ranked;
-SELECT sp_wide_rank('{2:1,999999998:1}/1000000000', true) = sp_wide_rank('{2:1,999999998:1}/1000000000', false) AS no_term_in_use;
+SELECT sp_rank('sp_wide', '{1:1,1000000000:1}/1000000000', 20, true) AS ranked;
+SELECT sp_rank('sp_wide', '{2:1,999999998:1}/1000000000', 20, true) =
+	sp_rank('sp_wide', '{2:1,999999998:1}/1000000000', 20, false) AS no_term_in_use;
 SELECT dim FROM gpuindex_stats WHERE index_name = 'sp_wide_v';
 REINDEX INDEX sp_wide_v;
-SELECT count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same_after_reindex
+SELECT count(*) FILTER (WHERE sp_rank('sp_wide', q, 20, true) = sp_rank('sp_wide', q, 20, false))
+	AS same_after_reindex
 FROM sp_wide_q;
 DELETE FROM sp_wide WHERE id % 3 = 0;
 VACUUM (INDEX_CLEANUP ON) sp_wide;
 INSERT INTO sp_wide VALUES (1000, '{999999999:4,1000000000:4}/1000000000');
-SELECT count(*) FILTER (WHERE sp_wide_rank(q, true) = sp_wide_rank(q, false)) AS same_after_vacuum
+SELECT count(*) FILTER (WHERE sp_rank('sp_wide', q, 20, true) = sp_rank('sp_wide', q, 20, false))
+	AS same_after_vacuum
 FROM sp_wide_q;
 
 -- an operator class must give an spvec
@@ -266,7 +260,7 @@ CREATE OPERATOR CLASS sp_bad_ops FOR TYPE spvec USING gpusparse AS
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'sp_bad_ops';
 
 DROP TABLE sp_docs, sp_free, sp_big, sp_enc, sp_wide, sp_wide_q;
-DROP FUNCTION sp_enc_rank, sp_wide_rank;
+DROP FUNCTION sp_rank;
 DROP FUNCTION sp_check, sp_batch_check, sp_random;
 DROP OPERATOR CLASS sp_bad_ops USING gpusparse;
 DROP FUNCTION sp_bad_support;
