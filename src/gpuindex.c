@@ -191,8 +191,8 @@ _PG_init(void)
 
 	DefineCustomIntVariable("gpuindex.memory_limit",
 							"Memory all gpuindex stores together may use, in megabytes (0: no limit).",
-							"Inserts and loads that would pass it fail with an error; "
-							"with the CUDA backend this is device memory.",
+							"Inserts and loads that would pass it fail with an error (a small insert sent at "
+							"commit drops the index's store instead); with the CUDA backend this is device memory.",
 							&gi_memory_limit_mb,
 							0, 0, INT_MAX,
 							PGC_SIGHUP,

@@ -4,7 +4,7 @@
 # physical standby, promotion, serializable conflicts, faults in the service.  Needs gpuindex installed into $PG_CONFIG's tree
 # and IPC::Run (libipc-run-perl).  Prints prove's summary and the plain
 # "N passed, N failed" line.
-#   bash test/tap.sh [t/NNN_name.pl ...]
+#   bash test/tap.sh [t/NNN_name.pl ...]   (GPUINDEX_TAP_KEEP=1 keeps the clusters and logs of a passing run)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -35,5 +35,5 @@ todo=$(grep -cE '^ *not ok [0-9].*# TODO' "$dir/prove.log")
 failed=$((failed - todo))
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
 echo "tap: $passed passed, $failed failed"
-[ $status = 0 ] && scratch_remove "$dir"
+[ $status = 0 ] && [ -z "${GPUINDEX_TAP_KEEP:-}" ] && scratch_remove "$dir"
 exit $status

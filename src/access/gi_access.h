@@ -121,6 +121,8 @@ extern bool gi_records_add(GiRecordBuf *rb, uint64 key, uint32 list,
 						   const void *payload);
 extern GiReply gi_records_send(GiRecordBuf *rb, GiStoreKey key, Oid relfilenode,
 							   GiReqType type, uint64 load_token);
+extern void gi_records_send_detached(GiRecordBuf *rb, GiStoreKey key,
+									 Oid relfilenode);
 extern void gi_records_free(GiRecordBuf *rb);
 
 /* ---- loading a store from the pages (gi_load.c) ---- */

@@ -7,8 +7,9 @@
  * A row goes to the pages first, then its records into a backend-local
  * queue per index.  The queue is sent (GI_REQ_INSERT, up to GI_CHUNK_BYTES
  * a request) when it fills, before this backend searches the index, and at
- * pre-commit; at abort it is dropped (docs/architecture.md says why this
- * is enough).  An index built in a transaction that aborts leaves a store
+ * pre-commit, where a request that fits a slot is not waited for
+ * (GI_REQ_DETACHED); at abort it is dropped (docs/architecture.md says why
+ * this is enough).  An index built in a transaction that aborts leaves a store
  * loaded for an index that never existed: it is dropped from the service
  * at this backend's next flush or when the session ends, whichever comes
  * first (not from the abort callback, which must not wait on another
@@ -46,15 +47,19 @@ static List *orphans = NIL;		/* index OIDs, in TopMemoryContext */
 
 static void register_callbacks(void);
 
+/* send p's records; at commit without waiting for the service to apply them */
 static void
-flush_entry(PendingInserts *p)
+flush_entry(PendingInserts *p, bool at_commit)
 {
 	GiStoreKey	key;
 
 	key.dbid = MyDatabaseId;
 	key.relid = p->indexoid;
 	key.part = 0;
-	(void) gi_records_send(&p->records, key, p->relfilenode, GI_REQ_INSERT, 0);
+	if (at_commit)
+		gi_records_send_detached(&p->records, key, p->relfilenode);
+	else
+		(void) gi_records_send(&p->records, key, p->relfilenode, GI_REQ_INSERT, 0);
 }
 
 static void
@@ -91,7 +96,7 @@ drop_orphans_at_exit(int code, Datum arg)
 }
 
 static void
-flush_all(void)
+flush_all(bool at_commit)
 {
 	HASH_SEQ_STATUS status;
 	PendingInserts *p;
@@ -100,7 +105,7 @@ flush_all(void)
 		return;
 	hash_seq_init(&status, pending);
 	while ((p = hash_seq_search(&status)) != NULL)
-		flush_entry(p);
+		flush_entry(p, at_commit);
 }
 
 static void
@@ -151,7 +156,7 @@ gi_queue_row(Relation index, uint32 record_bytes, uint64 key, uint32 n,
 				  p->records.record_bytes != record_bytes))
 	{
 		/* new pages in this transaction (TRUNCATE): send the old rows first */
-		flush_entry(p);
+		flush_entry(p, false);
 		gi_records_free(&p->records);
 		found = false;
 	}
@@ -163,13 +168,13 @@ gi_queue_row(Relation index, uint32 record_bytes, uint64 key, uint32 n,
 
 	/* the row does not fit the request being filled: send that one first */
 	if (p->records.n > 0 && (uint64) p->records.n + n > p->records.limit)
-		flush_entry(p);
+		flush_entry(p, false);
 	gi_records_reserve(&p->records, n);
 	for (uint32 i = 0; i < n; i++)
 		full = gi_records_add(&p->records, key, lists[i],
 							  (const char *) payloads + (Size) i * record_bytes);
 	if (full)
-		flush_entry(p);
+		flush_entry(p, false);
 }
 
 /* queue a row that has one record */
@@ -195,7 +200,7 @@ gi_flush_inserts(Relation index)
 		return;
 	p = hash_search(pending, &indexoid, HASH_FIND, NULL);
 	if (p)
-		flush_entry(p);
+		flush_entry(p, false);
 }
 
 /* at the end of a build: note an index created in this transaction */
@@ -247,8 +252,10 @@ xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			flush_all(true);
+			break;
 		case XACT_EVENT_PRE_PREPARE:
-			flush_all();
+			flush_all(false);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:

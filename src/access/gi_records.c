@@ -60,6 +60,30 @@ gi_records_add(GiRecordBuf *rb, uint64 key, uint32 list, const void *payload)
 	return rb->n >= rb->limit;
 }
 
+/* the call that sends the records held; returns its payload, a new buffer */
+static char *
+records_call(const GiRecordBuf *rb, GiCall *call, GiStoreKey key,
+			 Oid relfilenode, GiReqType type, uint64 load_token)
+{
+	uint32		n = rb->n;
+	Size		size = gi_records_size(n, rb->record_bytes);
+	char	   *buf = palloc_extended(size, MCXT_ALLOC_HUGE);
+
+	memcpy(gi_records_keys(buf), rb->keys, n * sizeof(uint64));
+	memcpy(gi_records_lists(buf, n), rb->lists, n * sizeof(uint32));
+	memcpy(gi_records_payloads(buf, n), rb->payloads, (Size) n * rb->record_bytes);
+
+	memset(call, 0, sizeof(*call));
+	call->type = type;
+	call->key = key;
+	call->args.relfilenode = relfilenode;
+	call->args.n = n;
+	call->args.load_token = load_token;
+	call->in = buf;
+	call->in_size = size;
+	return buf;
+}
+
 /*
  * Send the records held (INSERT, or LOAD_CHUNK with the load's token) and
  * empty the buffer; the reply says what became of them.
@@ -69,31 +93,36 @@ gi_records_send(GiRecordBuf *rb, GiStoreKey key, Oid relfilenode,
 				GiReqType type, uint64 load_token)
 {
 	GiCall		call;
-	uint32		n = rb->n;
-	Size		size = gi_records_size(n, rb->record_bytes);
 	char	   *buf;
 
-	if (n == 0)
+	if (rb->n == 0)
 		return GI_REPLY_OK;
-	buf = palloc_extended(size, MCXT_ALLOC_HUGE);
-	memcpy(gi_records_keys(buf), rb->keys, n * sizeof(uint64));
-	memcpy(gi_records_lists(buf, n), rb->lists, n * sizeof(uint32));
-	memcpy(gi_records_payloads(buf, n), rb->payloads, (Size) n * rb->record_bytes);
-
-	memset(&call, 0, sizeof(call));
-	call.type = type;
-	call.key = key;
-	call.args.relfilenode = relfilenode;
-	call.args.n = n;
-	call.args.load_token = load_token;
-	call.in = buf;
-	call.in_size = size;
+	buf = records_call(rb, &call, key, relfilenode, type, load_token);
 	gi_call(&call);
 	pfree(buf);
 	rb->n = 0;
 	if (call.reply == GI_REPLY_OVER_BUDGET)
 		gi_load_note_over_budget(&call.rargs);
 	return call.reply;
+}
+
+/*
+ * Send the records held as an INSERT nobody waits for (at commit), or, when
+ * they do not fit a slot, as one that is waited for; empty the buffer.
+ */
+void
+gi_records_send_detached(GiRecordBuf *rb, GiStoreKey key, Oid relfilenode)
+{
+	GiCall		call;
+	char	   *buf;
+
+	if (rb->n == 0)
+		return;
+	buf = records_call(rb, &call, key, relfilenode, GI_REQ_INSERT, 0);
+	if (!gi_call_detached(&call))
+		gi_call(&call);
+	pfree(buf);
+	rb->n = 0;
 }
 
 void

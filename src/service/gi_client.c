@@ -309,6 +309,21 @@ gi_call_begin(GiCall *call)
 	queue_inline(slot, call);
 }
 
+bool
+gi_call_detached(GiCall *call)
+{
+	GiSlot	   *slot;
+
+	gi_require_service();
+	if (call->in_size > GI_SLOT_INLINE || call->out_capacity > GI_SLOT_INLINE)
+		return false;
+	call->args.flags |= GI_REQ_DETACHED;
+	slot = my_slot();
+	wait_slot_idle(slot);
+	queue_inline(slot, call);
+	return true;
+}
+
 /*
  * Wait until the slot's request is answered and make the slot idle, at
  * most timeout_ms, without processing interrupts: for a backend that errors

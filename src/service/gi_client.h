@@ -76,6 +76,13 @@ extern void gi_call_begin(GiCall *call);
 extern void gi_call_end(GiCall *call);
 
 /*
+ * Queue call (GI_REQ_DETACHED, payload in the slot) and never wait for its
+ * answer: this backend's next request waits until the service has run it.
+ * False, with nothing sent, when the payload does not fit a slot.
+ */
+extern bool gi_call_detached(GiCall *call);
+
+/*
  * For a backend that errors out or exits with work the service must still
  * do: wait for this backend's request in flight to be answered, then send
  * call (NULL: none; payload in the slot) and wait for its answer, without

@@ -141,6 +141,12 @@ typedef struct GiReqArgs
 /* SEARCH: the compute backend times its stages (gpuindex.trace_stages) */
 #define GI_REQ_TRACE		1
 
+/*
+ * INSERT sent at commit: no backend waits for the answer, so a failure
+ * drops the store (reloaded from the pages) instead of failing anything
+ */
+#define GI_REQ_DETACHED		4
+
 /* STATS: a row per shard of each store instead of one per store */
 #define GI_STATS_SHARDS		2
 

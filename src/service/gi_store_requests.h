@@ -32,4 +32,7 @@ extern void gi_insert_group(GiStoreEntry *e, GiWork **group, int n);
 extern void gi_delete_group(GiStoreEntry *e, GiWork **group, int n);
 extern void gi_search_group(GiStoreEntry *e, GiWork **group, int n);
 
+/* after a round: drop the stores that an INSERT nobody waits for failed */
+extern void gi_drop_stores_of_lost_inserts(GiWork *work, int nwork);
+
 #endif							/* GI_STORE_REQUESTS_H */

@@ -34,6 +34,7 @@
 #include "gi_dispatch.h"
 #include "gi_kmeans_jobs.h"
 #include "gi_service.h"
+#include "gi_store_requests.h"
 #include "gi_stores.h"
 
 PGDLLEXPORT void gi_service_main(Datum main_arg);
@@ -351,6 +352,7 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	gi_drop_stores_of_lost_inserts(work, nwork);
 	finish_round(work, nwork);
 	if (gi_service_restart_pending)
 		service_restart("the compute backend reported a device error");
@@ -419,6 +421,14 @@ gi_service_main(Datum main_arg)
 		}
 
 		nwork = collect(work, 0, maxwork);
+
+		/*
+		 * A second pass takes what was queued behind the first: a search
+		 * taken by the first may have begun after a commit whose INSERT, sent
+		 * without waiting, sat in a slot the first pass had already passed.
+		 */
+		if (nwork > 0)
+			nwork = collect(work, nwork, maxwork);
 		waiting = ncarried > 0 || gi_kmeans_training();
 		if (nwork == 0 && !waiting && GetCurrentTimestamp() < spin_until)
 		{

@@ -6,7 +6,8 @@
  * The records of every INSERT and LOAD_CHUNK of a store in a round go to
  * the backend in one store_insert call per shard, the keys of its DELETEs
  * in one store_delete call per shard (gi_shards.c routes them).  While the
- * store loads, both apply gi_loading.c's rule.
+ * store loads, both apply gi_loading.c's rule.  An INSERT sent at commit
+ * (GI_REQ_DETACHED) that fails takes its store with it.
  */
 #include "postgres.h"
 
@@ -53,6 +54,36 @@ records_ok(GiWork *w, GiStoreEntry *e)
 	return true;
 }
 
+static bool
+detached(const GiWork *w)
+{
+	return (w->slot->args.flags & GI_REQ_DETACHED) != 0;
+}
+
+/*
+ * An INSERT nobody waits for failed: the store would lack committed rows,
+ * so it goes, and the index's next search loads it again from the pages.
+ * One that did not fit the memory budget marks the index as one that does
+ * not fit, so that it is searched in parts for a while rather than loaded
+ * whole only to be dropped again.
+ */
+static void
+drop_for_lost_insert(GiStoreEntry *e, const GiWork *w)
+{
+	int			sqlstate = w->slot->rargs.sqlstate;
+	bool		budget = sqlstate == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED ||
+		sqlstate == ERRCODE_OUT_OF_MEMORY;
+
+	ereport(WARNING,
+			(errmsg("gpuindex device service: an insert into index %u sent at commit failed: %s",
+					e->key.relid, w->slot->rargs.errmsg),
+			 errdetail("The index's store is dropped; its next search loads it again from the index pages%s.",
+					   budget ? ", in parts while it does not fit" : "")));
+	if (budget)
+		gi_load_note_oversize(e, w);
+	gi_store_remove(e);
+}
+
 void
 gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 {
@@ -64,16 +95,25 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 	uint64		ninserted = 0;
 	gi_status	st;
 	int			nvalid = 0;
+	GiWork	   *lost = NULL;
 
 	for (int i = 0; i < ngroup; i++)
 	{
 		if (!records_ok(group[i], e))
+		{
+			if (detached(group[i]) && lost == NULL)
+				lost = group[i];
 			continue;
+		}
 		group[nvalid++] = group[i];
 		total += group[i]->slot->args.n;
 	}
 	if (nvalid == 0)
+	{
+		if (lost)
+			drop_for_lost_insert(e, lost);
 		return;
+	}
 
 	/* a loading store remembers the inserts' keys before any chunk is read */
 	for (int i = 0; i < nvalid; i++)
@@ -125,9 +165,15 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 					over = true;
 				}
 				else
+				{
 					gi_reply_status(group[i], st);
+					if (detached(group[i]) && lost == NULL)
+						lost = group[i];
+				}
 			if (over)
 				gi_store_remove(e);
+			else if (lost)
+				drop_for_lost_insert(e, lost);
 			return;
 		}
 	}
@@ -138,6 +184,28 @@ gi_insert_group(GiStoreEntry *e, GiWork **group, int ngroup)
 		if (group[i]->slot->type == GI_REQ_INSERT)
 			e->insert_requests++;
 		gi_reply(group[i], GI_REPLY_OK);
+	}
+	if (lost)
+		drop_for_lost_insert(e, lost);
+}
+
+/*
+ * The round's own checks answer most failures above; this also catches a
+ * round that an error inside the service failed as a whole.
+ */
+void
+gi_drop_stores_of_lost_inserts(GiWork *work, int nwork)
+{
+	for (int i = 0; i < nwork; i++)
+	{
+		GiWork	   *w = &work[i];
+		GiStoreEntry *e;
+
+		if (!w->answered || !detached(w) || w->slot->reply == GI_REPLY_OK)
+			continue;
+		e = gi_store_of(&w->slot->key, w->slot->args.relfilenode);
+		if (e)
+			drop_for_lost_insert(e, w);
 	}
 }
 
