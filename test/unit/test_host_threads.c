@@ -792,7 +792,7 @@ test_nearest_lists_threads(void **state)
 {
 	enum
 	{
-		N = 3000, DIM = 24, LISTS = 50
+		N = 3000, DIM = 27, LISTS = 50
 	};
 	static const uint32_t counts[] = {1, 2, 3, 8};
 	float	   *x = malloc(sizeof(float) * N * DIM);

@@ -155,6 +155,67 @@ gi_km_l2sq_4x2(const float *const *x, const float *c0, const float *c1,
 		d[p] = gi_km_hsum(s[p]);
 }
 
+/* gi_km_l2sq of one row x against centroids c, c + dim, ..., c + 3 dim: d[0..3] */
+static inline void
+gi_km_l2sq_1x4(const float *x, const float *c, uint32_t dim, float *d)
+{
+	gi_km_v4sf	s[4] = {{0}};
+	uint32_t	i = 0;
+
+	for (; i + 4 <= dim; i += 4)
+	{
+		gi_km_v4sf	y = gi_km_load4(x + i);
+
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < 4; j++)
+		{
+			gi_km_v4sf	e = y - gi_km_load4(c + (size_t) j * dim + i);
+
+			s[j] += e * e;
+		}
+	}
+	for (; i < dim; i++)
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < 4; j++)
+		{
+			float		e = x[i] - c[(size_t) j * dim + i];
+
+			s[j][0] += e * e;
+		}
+	_Pragma("GCC unroll 4")
+	for (int j = 0; j < 4; j++)
+		d[j] = gi_km_hsum(s[j]);
+}
+
+/* gi_km_dot of one row x against centroids c, c + dim, ..., c + 3 dim: d[0..3] */
+static inline void
+gi_km_dot_1x4(const float *x, const float *c, uint32_t dim, float *d)
+{
+	gi_km_v4sf	lo[4] = {{0}};
+	gi_km_v4sf	hi[4] = {{0}};
+	uint32_t	i = 0;
+
+	for (; i + 8 <= dim; i += 8)
+	{
+		gi_km_v4sf	yl = gi_km_load4(x + i);
+		gi_km_v4sf	yh = gi_km_load4(x + i + 4);
+
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < 4; j++)
+		{
+			lo[j] += yl * gi_km_load4(c + (size_t) j * dim + i);
+			hi[j] += yh * gi_km_load4(c + (size_t) j * dim + i + 4);
+		}
+	}
+	for (; i < dim; i++)
+		_Pragma("GCC unroll 4")
+		for (int j = 0; j < 4; j++)
+			lo[j][0] += x[i] * c[(size_t) j * dim + i];
+	_Pragma("GCC unroll 4")
+	for (int j = 0; j < 4; j++)
+		d[j] = gi_km_hsum(lo[j]) + gi_km_hsum(hi[j]);
+}
+
 /* gi_km_dot of x[0..3] against c0 and c1: d[2 * q + 0/1] */
 static inline void
 gi_km_dot_4x2(const float *const *x, const float *c0, const float *c1,
@@ -239,8 +300,9 @@ gi_km_rule_distance(const gi_km_rule *r, const float *x, const float *cv, uint32
 
 /*
  * The nearest centroid by the rule of each of nx <= 4 samples x, x + dim,
- * ... (ties: lowest list), into out[q].  Whole groups of four go through
- * the tiles, whose distances have the bits of gi_km_rule_distance's.
+ * ... (ties: lowest list), into out[q].  Whole groups of four, and a lone
+ * row, go through the tiles, whose distances have the bits of
+ * gi_km_rule_distance's.
  */
 static void
 gi_km_nearest4(const gi_km_rule *r, const float *x, uint32_t nx, const float *centroids,
@@ -253,7 +315,7 @@ gi_km_nearest4(const gi_km_rule *r, const float *x, uint32_t nx, const float *ce
 	const float *xs[4] = {x, x + (nx > 1 ? dim : 0),
 		x + (nx > 2 ? 2 * (size_t) dim : 0), x + (nx > 3 ? 3 * (size_t) dim : 0)};
 
-	/* whole groups only: a lone row (INSERT) would pay for four */
+	/* whole groups of four rows (a lone row has its own tile below) */
 	for (; nx == 4 && c + 2 <= k; c += 2)
 	{
 		const float *c0 = centroids + (size_t) c * dim;
@@ -276,6 +338,30 @@ gi_km_nearest4(const gi_km_rule *r, const float *x, uint32_t nx, const float *ce
 					bestd[q] = d[2 * q + j];
 					best[q] = c + j;
 				}
+	}
+
+	/* a lone row against four centroids at a time: four independent sums */
+	for (; nx == 1 && c + 4 <= k; c += 4)
+	{
+		const float *c0 = centroids + (size_t) c * dim;
+		float		d[4];
+
+		if (!r->place && !r->spherical)
+			gi_km_l2sq_1x4(x, c0, dim, d);
+		else
+		{
+			gi_km_dot_1x4(x, c0, dim, d);
+			_Pragma("GCC unroll 4")
+			for (int j = 0; j < 4; j++)
+				d[j] = r->place ? gi_km_place_distance(r->metric, r->cnorms, c + j, d[j])
+					: 1.0f - d[j];
+		}
+		for (uint32_t j = 0; j < 4; j++)
+			if (d[j] < bestd[0])
+			{
+				bestd[0] = d[j];
+				best[0] = c + j;
+			}
 	}
 #endif
 	for (; c < k; c++)
