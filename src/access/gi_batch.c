@@ -24,6 +24,8 @@
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -31,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+#include "utils/spccache.h"
 #include "utils/snapmgr.h"
 
 #include "gi_access.h"
@@ -178,7 +181,53 @@ typedef struct BatchFetch
 	ItemPointerData tid;		/* the visible version's */
 	Datum		keyval;
 	bool		keynull;
+	Buffer		recent;			/* its heap page's buffer when prefetched */
 } BatchFetch;
+
+/*
+ * Fetches run behind two prefetch stages: the buffer lookup (and a
+ * read-ahead hint for a page not in shared buffers) this many rows ahead,
+ * or effective_io_concurrency's when larger, and the tuple the line pointer
+ * names half as far ahead.
+ */
+#define GI_FETCH_AHEAD	16
+#define GI_FETCH_AHEAD_MAX	256
+
+/* first stage: look the page up, and bring its line pointer into cache */
+static void
+batch_prefetch_page(GiBatch *b, BatchFetch *f)
+{
+	ItemPointerData tid;
+	PrefetchBufferResult r;
+
+	gi_key_to_tid(f->key, &tid);
+	r = PrefetchBuffer(b->heap, MAIN_FORKNUM, ItemPointerGetBlockNumber(&tid));
+	f->recent = r.recent_buffer;
+	if (BufferIsValid(f->recent))
+		__builtin_prefetch(PageGetItemId(BufferGetPage(f->recent),
+										 ItemPointerGetOffsetNumber(&tid)));
+}
+
+/*
+ * Second stage: bring in the tuple's header.  The page is read without a
+ * pin or lock: what is read only picks an address to prefetch (inside the
+ * page, whatever it holds), never a result.
+ */
+static void
+batch_prefetch_tuple(BatchFetch *f)
+{
+	ItemPointerData tid;
+	Page		page;
+	ItemIdData	lp;
+
+	if (!BufferIsValid(f->recent))
+		return;
+	gi_key_to_tid(f->key, &tid);
+	page = BufferGetPage(f->recent);
+	lp = *PageGetItemId(page, ItemPointerGetOffsetNumber(&tid));
+	if (lp.lp_flags == LP_NORMAL && lp.lp_off < BLCKSZ - 64)
+		__builtin_prefetch((char *) page + lp.lp_off);
+}
 
 /* fetch f's row: visible to the snapshot, and its key column */
 static void
@@ -254,6 +303,7 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 	uint32	   *next = palloc(sizeof(uint32) * n);
 	Size		nf = 0;
 	Size		j = 0;
+	Size		ahead;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -280,8 +330,19 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 	for (Size i = 0; i < nf; i++)
 		ord[i] = &f[i];
 	qsort(ord, nf, sizeof(BatchFetch *), batch_fetch_cmp);
+	ahead = Min(Max(GI_FETCH_AHEAD,
+					get_tablespace_io_concurrency(b->heap->rd_rel->reltablespace)),
+				GI_FETCH_AHEAD_MAX);
+	for (Size i = 0; i < nf && i < ahead; i++)
+		batch_prefetch_page(b, ord[i]);
+	for (Size i = 0; i < nf && i < GI_FETCH_AHEAD / 2; i++)
+		batch_prefetch_tuple(ord[i]);
 	for (Size i = 0; i < nf; i++)
 	{
+		if (i + ahead < nf)
+			batch_prefetch_page(b, ord[i + ahead]);
+		if (i + GI_FETCH_AHEAD / 2 < nf)
+			batch_prefetch_tuple(ord[i + GI_FETCH_AHEAD / 2]);
 		if (i > 0 && ord[i]->key == ord[i - 1]->key)
 		{
 			BatchFetch *same = ord[i - 1];
