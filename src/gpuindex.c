@@ -38,6 +38,8 @@ int			gi_device_choice = GI_DEVICE_AUTO;
 int			gi_devices_wanted = 0;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
+int			gi_service_spin_us = 50;
+int			gi_client_spin_us = 100;
 int			gi_search_slice_ms = 1;
 int			gi_role_memory_limit_mb = 0;
 int			gi_host_threads = 0;
@@ -218,6 +220,26 @@ _PG_init(void)
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.service_spin_us",
+							"Microseconds the device service polls for new requests after a round before it sleeps.",
+							"A request that arrives while it polls skips the service's wake-up (about 10 to 15 "
+							"microseconds); polling keeps one core busy meanwhile.",
+							&gi_service_spin_us,
+							50, 0, 10000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuindex.client_spin_us",
+							"Microseconds a session polls for the device service's answer before it sleeps.",
+							"An answer that comes while it polls skips the session's wake-up; polling keeps "
+							"the session's core busy meanwhile.",
+							&gi_client_spin_us,
+							100, 0, 10000,
+							PGC_USERSET,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuindex.batch_linger_us",

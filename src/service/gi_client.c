@@ -77,14 +77,11 @@ abandon_request(GiSlot *slot)
 	SpinLockRelease(&slot->mutex);
 }
 
-/* how long a backend polls for its answer before sleeping on its latch */
-#define GI_CLIENT_SPIN_US	100
-
 static void
 wait_for_answer(GiSlot *slot)
 {
 	TimestampTz	no_service_since = 0;
-	TimestampTz spin_until = GetCurrentTimestamp() + GI_CLIENT_SPIN_US;
+	TimestampTz spin_until = GetCurrentTimestamp() + gi_client_spin_us;
 
 	for (;;)
 	{

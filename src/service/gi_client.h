@@ -55,6 +55,9 @@ typedef struct GiSearchTimes
 
 extern GiSearchTimes gi_last_search;
 
+/* gpuindex.client_spin_us: how long a backend polls for its answer */
+extern int	gi_client_spin_us;
+
 /* gpuindex.trace_stages: search requests ask for the backend's stages */
 extern bool gi_trace_stages;
 

@@ -32,6 +32,7 @@ extern int	gi_devices_wanted;
 extern int	gi_memory_limit_mb;
 extern int	gi_role_memory_limit_mb;
 extern int	gi_batch_linger_us;
+extern int	gi_service_spin_us;
 extern int	gi_search_slice_ms;
 extern int	gi_host_threads;
 extern bool gi_debug_service_kmeans;

@@ -39,9 +39,6 @@
 
 PGDLLEXPORT void gi_service_main(Datum main_arg);
 
-/* how long the service polls for new requests after a round */
-#define GI_SERVICE_SPIN_US	50
-
 uint64		gi_requests_total = 0;
 TimestampTz gi_last_fresh_request = 0;
 uint64		gi_rounds_total = 0;
@@ -492,6 +489,6 @@ gi_service_main(Datum main_arg)
 			if (slices)
 				gi_device_set_host_threads((uint32) gi_host_threads);
 		}
-		spin_until = GetCurrentTimestamp() + GI_SERVICE_SPIN_US;
+		spin_until = GetCurrentTimestamp() + gi_service_spin_us;
 	}
 }
