@@ -37,7 +37,8 @@ FROM pg_attribute WHERE attrelid = 'gpuindex_stats'::regclass AND attnum > 0;
 -- GUCs: documented names, reserved prefix
 SELECT name, CASE WHEN name = 'gpuindex.device' THEN setting IN ('auto', 'cpu', 'cuda')::text
 	ELSE setting END AS setting, context FROM pg_settings
-WHERE name IN ('gpuindex.memory_limit', 'gpuindex.batch_linger_us', 'gpuindex.device')
+WHERE name IN ('gpuindex.memory_limit', 'gpuindex.batch_linger_us', 'gpuindex.device',
+	'gpuindex.service_spin_us', 'gpuindex.client_spin_us')
 ORDER BY name;
 SET gpuindex.no_such_setting = 1;
 SET gpuindex.batch_linger_us = 10;
