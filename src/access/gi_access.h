@@ -65,6 +65,9 @@ typedef bool (*GiLoadFn) (Relation index);
 
 extern void gi_backoff(int *attempt);
 extern void gi_call_store(Relation index, GiCall *call, GiLoadFn load);
+extern GiCallAhead *gi_call_store_ahead(Relation index, GiCall *call);
+extern void gi_call_store_ahead_end(Relation index, GiCall *call, GiCallAhead *h,
+									GiLoadFn load);
 extern void gi_store_replace(Relation index, GiLoadFn load);
 
 /*
@@ -418,6 +421,16 @@ typedef struct GiBatch
 	 */
 	gi_hit	   *(*search) (void *arg, const int *qidx, int n, uint32 kreq,
 						   uint32 **found);
+
+	/*
+	 * Optional: the same search in two halves, so that the driver checks
+	 * one call's rows while the service searches the next.  search_ahead
+	 * sends the request and returns a handle, or NULL when this search
+	 * cannot go ahead (the driver then calls search); search_ahead_end
+	 * waits for the answer and returns what search would.
+	 */
+	void	   *(*search_ahead) (void *arg, const int *qidx, int n, uint32 kreq);
+	gi_hit	   *(*search_ahead_end) (void *arg, void *ahead, uint32 **found);
 	/* the value the SQL operator gives for a service distance (NULL: itself) */
 	double		(*distance) (void *arg, float distance);
 	void	   *arg;

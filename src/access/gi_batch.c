@@ -5,7 +5,9 @@
  *		batch search driver that turns the service's hits into visible rows.
  *
  * The driver sends every query of a call to the service (split so that
- * no answer passes GI_BATCH_REPLY_BYTES), keeps the hits whose heap tuple
+ * no answer passes GI_BATCH_REPLY_BYTES, and, where the AM can send a
+ * search ahead, into parts searched while the rows of the part before are
+ * checked), keeps the hits whose heap tuple
  * is visible to the statement's snapshot (following HOT chains, so the
  * ctid is the visible version's; the rows of many queries fetched
  * together in TID order), and searches again, together and with k
@@ -43,6 +45,14 @@
 
 /* rows whose visibility is checked together (in TID order) at most */
 #define GI_BATCH_FETCH_ROWS		65536
+
+/*
+ * A batch that can be searched ahead goes to the service in about this many
+ * parts of at least GI_BATCH_AHEAD_MIN queries: while the service searches
+ * one, the backend checks the rows of the one before.
+ */
+#define GI_BATCH_AHEAD_PARTS	4
+#define GI_BATCH_AHEAD_MIN		64
 
 /*
  * Open an index of access method amname (ordered by opname) named by a SQL caller, with its
@@ -427,13 +437,30 @@ gi_batch_collect(GiBatch *b)
 		int			group = (int) Max(1, GI_BATCH_FETCH_ROWS / Min(kreq, (uint32) b->k));
 		int			nstill = 0;
 
-		for (int from = 0; from < npend; from += per_call)
-		{
-			int			n = Min(per_call, npend - from);
-			uint32	   *found;
-			gi_hit	   *hits = b->search(b->arg, pend + from, n, kreq, &found);
+		int			chunk = per_call;
+		void	   *ahead = NULL;
 
-			uint64		t0 = gi_now_ns();
+		/* in parts, so that the service searches one while we check another */
+		if (b->search_ahead && npend > GI_BATCH_AHEAD_MIN)
+			chunk = Min(per_call, Max(GI_BATCH_AHEAD_MIN,
+									  (npend + GI_BATCH_AHEAD_PARTS - 1) / GI_BATCH_AHEAD_PARTS));
+		for (int from = 0; from < npend; from += chunk)
+		{
+			int			n = Min(chunk, npend - from);
+			int			next = from + n;
+			uint32	   *found;
+			gi_hit	   *hits;
+			uint64		t0;
+
+			if (ahead)
+				hits = b->search_ahead_end(b->arg, ahead, &found);
+			else
+				hits = b->search(b->arg, pend + from, n, kreq, &found);
+			ahead = NULL;
+			if (b->search_ahead && next < npend)
+				ahead = b->search_ahead(b->arg, pend + next, Min(chunk, npend - next), kreq);
+
+			t0 = gi_now_ns();
 
 			for (int g = 0; g < n; g += group)
 				batch_take_call(b, bq, pend + from + g, Min(group, n - g),

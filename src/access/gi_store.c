@@ -100,6 +100,28 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 }
 
 /*
+ * gi_call_store in two halves: the request goes out at once and is
+ * answered while the caller works; a reply other than OK (the store must
+ * be loaded first, say) then takes gi_call_store's whole path.
+ */
+GiCallAhead *
+gi_call_store_ahead(Relation index, GiCall *call)
+{
+	call->key = gi_store_key(index);
+	call->args.relfilenode = gi_store_relfilenode(index);
+	call->args.lsn = gi_standby_position();
+	return gi_call_ahead(call);
+}
+
+void
+gi_call_store_ahead_end(Relation index, GiCall *call, GiCallAhead *h, GiLoadFn load)
+{
+	gi_call_ahead_end(h);
+	if (call->reply != GI_REPLY_OK)
+		gi_call_store(index, call, load);
+}
+
+/*
  * End of a build: the new pages replace whatever the service held for this
  * index (REINDEX and TRUNCATE give new pages; a stale store of a reused OID
  * must not survive either).  An index with nothing indexed has no store:

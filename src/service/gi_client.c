@@ -180,41 +180,57 @@ take_answer(GiSlot *slot, GiCall *call, const char *buf)
 	SpinLockRelease(&slot->mutex);
 }
 
-/* one submission; returns the raw reply */
+/* a submission in flight: its payload's buffer and segment, its times */
+struct GiCallAhead
+{
+	GiCall	   *call;
+	dsm_segment *seg;
+	char	   *buf;
+	uint64		t_submit;
+	uint64		t_queued;
+};
+
+/* the first half of a submission: payload in place, request queued */
 static void
-submit_once(GiCall *call)
+submit_start(GiCall *call, GiCallAhead *h)
 {
 	GiSlot	   *slot = my_slot();
 	Size		capacity = Max(call->in_size, call->out_capacity);
-	dsm_segment *seg = NULL;
-	char	   *buf;
-	bool		search = call->type == GI_REQ_SEARCH;
-	uint64		t_submit;
-	uint64		t_queued;
 
 	wait_slot_idle(slot);
-	t_submit = gi_now_ns();
-	if (search && gi_trace_stages)
+	h->call = call;
+	h->seg = NULL;
+	h->t_submit = gi_now_ns();
+	if (call->type == GI_REQ_SEARCH && gi_trace_stages)
 		call->args.flags |= GI_REQ_TRACE;
 
 	if (capacity > GI_SLOT_INLINE)
 	{
-		seg = dsm_create(capacity, 0);
-		buf = dsm_segment_address(seg);
-		slot->dsm = dsm_segment_handle(seg);
+		h->seg = dsm_create(capacity, 0);
+		h->buf = dsm_segment_address(h->seg);
+		slot->dsm = dsm_segment_handle(h->seg);
 		slot->capacity = capacity;
 	}
 	else
 	{
-		buf = slot->buf;
+		h->buf = slot->buf;
 		slot->dsm = DSM_HANDLE_INVALID;
 		slot->capacity = GI_SLOT_INLINE;
 	}
 	if (call->in_size > 0)
-		memcpy(buf, call->in, call->in_size);
+		memcpy(h->buf, call->in, call->in_size);
 	/* before: a polling service may take the request at once */
-	t_queued = gi_now_ns();
+	h->t_queued = gi_now_ns();
 	queue_request(slot, call);
+}
+
+/* the second half: wait for the answer and take it; returns the raw reply */
+static void
+submit_finish(GiCallAhead *h)
+{
+	GiSlot	   *slot = my_slot();
+	GiCall	   *call = h->call;
+	bool		search = call->type == GI_REQ_SEARCH;
 
 	PG_TRY();
 	{
@@ -229,20 +245,31 @@ submit_once(GiCall *call)
 
 	if (search)
 		gi_last_search.t_woke = gi_now_ns();
-	take_answer(slot, call, buf);
+	take_answer(slot, call, h->buf);
 	if (search)
 	{
 		gi_last_search.t_copied = gi_now_ns();
-		gi_last_search.t_submit = t_submit;
-		gi_last_search.t_queued = t_queued;
+		gi_last_search.t_submit = h->t_submit;
+		gi_last_search.t_queued = h->t_queued;
 		if (gi_last_search.t_first == 0)
-			gi_last_search.t_first = t_submit;
+			gi_last_search.t_first = h->t_submit;
 		gi_last_search.requests++;
 		gi_last_search.rargs = call->rargs;
 	}
 
-	if (seg)
-		dsm_detach(seg);
+	if (h->seg)
+		dsm_detach(h->seg);
+	h->seg = NULL;
+}
+
+/* one submission; returns the raw reply */
+static void
+submit_once(GiCall *call)
+{
+	GiCallAhead h;
+
+	submit_start(call, &h);
+	submit_finish(&h);
 }
 
 /* a request the service died with this often is not tried again */
@@ -290,6 +317,28 @@ gi_call(GiCall *call)
 	do
 		submit_once(call);
 	while (!reply_final(call, &restarts));
+}
+
+GiCallAhead *
+gi_call_ahead(GiCall *call)
+{
+	GiCallAhead *h = palloc(sizeof(GiCallAhead));
+
+	gi_require_service();
+	submit_start(call, h);
+	return h;
+}
+
+void
+gi_call_ahead_end(GiCallAhead *h)
+{
+	GiCall	   *call = h->call;
+	int			restarts = 0;
+
+	submit_finish(h);
+	pfree(h);
+	if (!reply_final(call, &restarts))
+		gi_call(call);
 }
 
 void

@@ -79,6 +79,18 @@ extern void gi_call_begin(GiCall *call);
 extern void gi_call_end(GiCall *call);
 
 /*
+ * gi_call in two halves for a payload of any size: gi_call_ahead queues
+ * call and returns at once; gi_call_ahead_end waits for the answer and acts
+ * on it as gi_call does (call->in may go once gi_call_ahead returns).  No
+ * other request of this backend may come between the two; should the
+ * backend error out before the end, its next request waits until the
+ * service has answered this one.
+ */
+typedef struct GiCallAhead GiCallAhead;
+extern GiCallAhead *gi_call_ahead(GiCall *call);
+extern void gi_call_ahead_end(GiCallAhead *h);
+
+/*
  * Queue call (GI_REQ_DETACHED, payload in the slot) and never wait for its
  * answer: this backend's next request waits until the service has run it.
  * False, with nothing sent, when the payload does not fit a slot.

@@ -268,6 +268,49 @@ batch_search_some(void *arg, const int *qidx, int n, uint32 kreq, uint32 **found
 								 a->probes, found);
 }
 
+/* a search sent ahead: its request and what its answer will hold */
+typedef struct GpuivfAhead
+{
+	GiCall		call;
+	GiCallAhead *h;
+	uint32		nq;
+	uint32		k;
+} GpuivfAhead;
+
+static void *
+batch_search_ahead(void *arg, const int *qidx, int n, uint32 kreq)
+{
+	GpuivfBatchArg *a = arg;
+	GpuivfAhead *x;
+
+	if (a->rerank > 0)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		memcpy(a->qbuf + (Size) i * a->dim, a->queries + (Size) qidx[i] * a->dim,
+			   a->dim * sizeof(float4));
+	x = palloc(sizeof(GpuivfAhead));
+	x->nq = (uint32) n;
+	x->k = kreq;
+	gpuivf_search_request(a->index, a->dim, a->qbuf, x->nq, kreq, a->probes, &x->call);
+	x->h = gi_call_store_ahead(a->index, &x->call);
+	return x;
+}
+
+static gi_hit *
+batch_search_ahead_end(void *arg, void *ahead, uint32 **found)
+{
+	GpuivfBatchArg *a = arg;
+	GpuivfAhead *x = ahead;
+	gi_hit	   *hits;
+
+	/* a reply other than OK searches again from these queries: keep them */
+	x->call.in = a->qbuf;
+	gi_call_store_ahead_end(a->index, &x->call, x->h, gpuivf_load);
+	hits = gpuivf_search_answer(&x->call, x->nq, x->k, found);
+	pfree(x);
+	return hits;
+}
+
 static double
 batch_distance(void *arg, float distance)
 {
@@ -339,6 +382,8 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool binary)
 		b.k = k;
 		b.max_k = GPUIVF_MAX_K;
 		b.search = batch_search_some;
+		b.search_ahead = batch_search_ahead;
+		b.search_ahead_end = batch_search_ahead_end;
 		b.distance = batch_distance;
 		b.arg = &a;
 		gi_batch_run(&b, fcinfo);

@@ -80,42 +80,57 @@ gpuivf_load(Relation index)
 	return gi_load(index, &spec);
 }
 
-/*
- * k nearest rows for each of nq queries (nq * dim floats): returns
- * hits[nq * k] in ascending (distance, key) order per query, *found[q]
- * real hits each.  Both point into one palloc'd answer.
- */
-gi_hit *
-gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 nq, uint32 k, uint32 probes,
-					  uint32 **found)
+/* the service request that searches nq queries (nq * dim floats) for k rows each */
+void
+gpuivf_search_request(Relation index, uint32 dim, const float4 *queries, uint32 nq,
+					  uint32 k, uint32 probes, GiCall *call)
 {
-	GiCall		call;
 	bool		pq = gpuivf_get_meta(index)->quantizer == GPUIVF_QUANTIZER_PQ;
 
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_SEARCH;
-	call.args.kind = pq ? GI_KIND_IVFPQ : GI_KIND_IVF;
-	call.args.n = nq;
-	call.args.k = k;
-	GI_KARGS(&call.args, gi_ivf_search_params)->dim = dim;
-	GI_KARGS(&call.args, gi_ivf_search_params)->probes = probes;
+	memset(call, 0, sizeof(*call));
+	call->type = GI_REQ_SEARCH;
+	call->args.kind = pq ? GI_KIND_IVFPQ : GI_KIND_IVF;
+	call->args.n = nq;
+	call->args.k = k;
+	GI_KARGS(&call->args, gi_ivf_search_params)->dim = dim;
+	GI_KARGS(&call->args, gi_ivf_search_params)->probes = probes;
 	if (pq)
 	{
-		gi_ivfpq_search_params *p = GI_KARGS(&call.args, gi_ivfpq_search_params);
+		gi_ivfpq_search_params *p = GI_KARGS(&call->args, gi_ivfpq_search_params);
 
 		p->mode = (uint32) gpuivf_pq_search;
 		p->select = (uint32) gpuivf_pq_select;
 		p->scale = (float) gpuivf_pq_threshold_scale;
 	}
-	call.in = queries;
-	call.in_size = (Size) nq * dim * sizeof(float4);
-	call.out_capacity = gi_search_out_size(nq, k);
-	gi_call_store(index, &call, gpuivf_load);
+	call->in = queries;
+	call->in_size = (Size) nq * dim * sizeof(float4);
+	call->out_capacity = gi_search_out_size(nq, k);
+}
 
-	if (call.rargs.out_size != gi_search_out_size(nq, k) || call.out == NULL)
+/*
+ * The answer of a search request: hits[nq * k] in ascending (distance, key)
+ * order per query, *found[q] real hits each; both point into one palloc'd
+ * answer.
+ */
+gi_hit *
+gpuivf_search_answer(const GiCall *call, uint32 nq, uint32 k, uint32 **found)
+{
+	if (call->rargs.out_size != gi_search_out_size(nq, k) || call->out == NULL)
 		elog(ERROR, "gpuindex search answered %llu bytes, expected %llu",
-			 (unsigned long long) call.rargs.out_size,
+			 (unsigned long long) call->rargs.out_size,
 			 (unsigned long long) gi_search_out_size(nq, k));
-	*found = gi_search_found(call.out, nq, k);
-	return (gi_hit *) call.out;
+	*found = gi_search_found(call->out, nq, k);
+	return (gi_hit *) call->out;
+}
+
+/* k nearest rows for each of nq queries, as gpuivf_search_answer gives them */
+gi_hit *
+gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 nq, uint32 k, uint32 probes,
+					  uint32 **found)
+{
+	GiCall		call;
+
+	gpuivf_search_request(index, dim, queries, nq, k, probes, &call);
+	gi_call_store(index, &call, gpuivf_load);
+	return gpuivf_search_answer(&call, nq, k, found);
 }
