@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -213,6 +214,10 @@ batch_prefetch_page(GiBatch *b, BatchFetch *f)
 	gi_key_to_tid(f->key, &tid);
 	r = PrefetchBuffer(b->heap, MAIN_FORKNUM, ItemPointerGetBlockNumber(&tid));
 	f->recent = r.recent_buffer;
+	/* a line pointer address inside the page only */
+	if (ItemPointerGetOffsetNumber(&tid) < 1 ||
+		ItemPointerGetOffsetNumber(&tid) > MaxHeapTuplesPerPage)
+		f->recent = InvalidBuffer;
 	if (BufferIsValid(f->recent))
 		__builtin_prefetch(PageGetItemId(BufferGetPage(f->recent),
 										 ItemPointerGetOffsetNumber(&tid)));
