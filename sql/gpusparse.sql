@@ -120,10 +120,12 @@ DECLARE
 	got int[];
 	want int[];
 BEGIN
+	CREATE TEMP TABLE sp_got AS
+		SELECT s.query, d.id, s.distance, s.ctid AS tid
+		FROM gpusparse_search('sp_docs_v', qs, k) s JOIN sp_docs d ON d.ctid = s.ctid;
 	FOR i IN 1 .. array_length(qs, 1) LOOP
-		SELECT array_agg(d.id ORDER BY s.distance, s.ctid) INTO got
-		FROM gpusparse_search('sp_docs_v', qs, k) s JOIN sp_docs d ON d.ctid = s.ctid
-		WHERE s.query = i;
+		SELECT array_agg(g.id ORDER BY g.distance, g.tid) INTO got
+		FROM sp_got g WHERE g.query = i;
 		SELECT array_agg(id) INTO want FROM (
 			SELECT id FROM sp_docs
 			WHERE EXISTS (SELECT 1 FROM unnest(v::real[]) WITH ORDINALITY a(x, j)
@@ -136,11 +138,15 @@ BEGIN
 			RAISE NOTICE 'query %: got % want %', i, got, want;
 		END IF;
 	END LOOP;
+	DROP TABLE sp_got;
 	RETURN format('%s queries, %s differ', n, bad);
 END $$;
 SET enable_indexscan = off;
 SELECT sp_batch_check(ARRAY['{1:1}/40', '{2:1,3:-1}/40', '{}/40', '{39:1,40:2}/40',
 							'{5:1,6:1,7:1,8:1}/40']::spvec[], 7);
+-- 150 queries: the call is searched in parts, each sent ahead of the rows' checks
+SELECT sp_batch_check(ARRAY(SELECT format('{%s:1,%s:2}/40', 1 + i % 40, 1 + (i * 7 + 3) % 40)::spvec
+							FROM generate_series(1, 150) i), 5);
 RESET enable_indexscan;
 SELECT count(*) FROM gpusparse_search('sp_docs_v', ARRAY['{1:1}/40']::spvec[], 3,
 									  'id', NULL::int) WHERE key IS NOT NULL;

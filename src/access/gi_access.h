@@ -65,6 +65,8 @@ typedef bool (*GiLoadFn) (Relation index);
 
 extern void gi_backoff(int *attempt);
 extern void gi_call_store(Relation index, GiCall *call, GiLoadFn load);
+extern gi_hit *gi_search_answer(const GiCall *call, uint32 nq, uint32 k,
+								uint32 **found);
 extern GiCallAhead *gi_call_store_ahead(Relation index, GiCall *call);
 extern void gi_call_store_ahead_end(Relation index, GiCall *call, GiCallAhead *h,
 									GiLoadFn load);

@@ -100,6 +100,21 @@ gi_call_store(Relation index, GiCall *call, GiLoadFn load)
 }
 
 /*
+ * A search request's answer: hits[nq * k] in ascending (distance, key) order
+ * per query, *found[q] real hits each; both point into one palloc'd answer.
+ */
+gi_hit *
+gi_search_answer(const GiCall *call, uint32 nq, uint32 k, uint32 **found)
+{
+	if (call->rargs.out_size != gi_search_out_size(nq, k) || call->out == NULL)
+		elog(ERROR, "gpuindex search answered %llu bytes, expected %llu",
+			 (unsigned long long) call->rargs.out_size,
+			 (unsigned long long) gi_search_out_size(nq, k));
+	*found = gi_search_found(call->out, nq, k);
+	return (gi_hit *) call->out;
+}
+
+/*
  * gi_call_store in two halves: the request goes out at once and is
  * answered while the caller works; a reply other than OK (the store must
  * be loaded first, say) then takes gi_call_store's whole path.

@@ -227,6 +227,8 @@ genie_seq_search(PG_FUNCTION_ARGS)
 	b.k = ncand;
 	b.max_k = GPUSPARSE_MAX_K;
 	b.search = gpusparse_batch_search;
+	b.search_ahead = gpusparse_batch_search_ahead;
+	b.search_ahead_end = gpusparse_batch_search_ahead_end;
 	b.arg = &a;
 	cand = gi_batch_collect(&b);
 

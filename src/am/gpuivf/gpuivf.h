@@ -293,8 +293,6 @@ extern IndexBulkDeleteResult *gpuivf_bulkdelete(IndexVacuumInfo *info,
 extern bool gpuivf_load(Relation index);
 extern void gpuivf_search_request(Relation index, uint32 dim, const float4 *queries,
 								  uint32 nq, uint32 k, uint32 probes, GiCall *call);
-extern gi_hit *gpuivf_search_answer(const GiCall *call, uint32 nq, uint32 k,
-									uint32 **found);
 extern gi_hit *gpuivf_search_service(Relation index, uint32 dim,
 									 const float4 *queries, uint32 nq,
 									 uint32 k, uint32 probes, uint32 **found);

@@ -306,7 +306,7 @@ batch_search_ahead_end(void *arg, void *ahead, uint32 **found)
 	/* a reply other than OK searches again from these queries: keep them */
 	x->call.in = a->qbuf;
 	gi_call_store_ahead_end(a->index, &x->call, x->h, gpuivf_load);
-	hits = gpuivf_search_answer(&x->call, x->nq, x->k, found);
+	hits = gi_search_answer(&x->call, x->nq, x->k, found);
 	pfree(x);
 	return hits;
 }

@@ -107,23 +107,7 @@ gpuivf_search_request(Relation index, uint32 dim, const float4 *queries, uint32 
 	call->out_capacity = gi_search_out_size(nq, k);
 }
 
-/*
- * The answer of a search request: hits[nq * k] in ascending (distance, key)
- * order per query, *found[q] real hits each; both point into one palloc'd
- * answer.
- */
-gi_hit *
-gpuivf_search_answer(const GiCall *call, uint32 nq, uint32 k, uint32 **found)
-{
-	if (call->rargs.out_size != gi_search_out_size(nq, k) || call->out == NULL)
-		elog(ERROR, "gpuindex search answered %llu bytes, expected %llu",
-			 (unsigned long long) call->rargs.out_size,
-			 (unsigned long long) gi_search_out_size(nq, k));
-	*found = gi_search_found(call->out, nq, k);
-	return (gi_hit *) call->out;
-}
-
-/* k nearest rows for each of nq queries, as gpuivf_search_answer gives them */
+/* k nearest rows for each of nq queries, as gi_search_answer gives them */
 gi_hit *
 gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 nq, uint32 k, uint32 probes,
 					  uint32 **found)
@@ -132,5 +116,5 @@ gpuivf_search_service(Relation index, uint32 dim, const float4 *queries, uint32 
 
 	gpuivf_search_request(index, dim, queries, nq, k, probes, &call);
 	gi_call_store(index, &call, gpuivf_load);
-	return gpuivf_search_answer(&call, nq, k, found);
+	return gi_search_answer(&call, nq, k, found);
 }

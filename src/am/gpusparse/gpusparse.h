@@ -212,6 +212,8 @@ extern IndexBulkDeleteResult *gpusparse_bulkdelete_limit(IndexVacuumInfo *info,
 extern uint32 gpusparse_store_dim(uint32 dim);
 extern bool gpusparse_load(Relation index);
 extern void *gpusparse_pack_queries(SpVec **queries, int nq, Size *bytes);
+extern void gpusparse_search_request(uint32 dim, const void *queries, Size bytes,
+									 uint32 nq, uint32 k, GiCall *call);
 extern gi_hit *gpusparse_search_service(Relation index, uint32 dim,
 										const void *queries, Size bytes,
 										uint32 nq, uint32 k, uint32 **found);
@@ -229,6 +231,8 @@ typedef struct GpusparseBatchArg
 
 extern gi_hit *gpusparse_batch_search(void *arg, const int *qidx, int n, uint32 kreq,
 									  uint32 **found);
+extern void *gpusparse_batch_search_ahead(void *arg, const int *qidx, int n, uint32 kreq);
+extern gi_hit *gpusparse_batch_search_ahead_end(void *arg, void *ahead, uint32 **found);
 
 /* gpusparse_scan.c */
 extern IndexScanDesc gpusparse_beginscan(Relation index, int nkeys, int norderbys);

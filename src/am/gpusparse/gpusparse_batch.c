@@ -156,6 +156,49 @@ gpusparse_batch_search(void *arg, const int *qidx, int n, uint32 kreq, uint32 **
 	return hits;
 }
 
+/* a search sent ahead: its request, its packed queries, what its answer will hold */
+typedef struct GpusparseAhead
+{
+	GiCall		call;
+	GiCallAhead *h;
+	void	   *packed;
+	uint32		nq;
+	uint32		k;
+} GpusparseAhead;
+
+/* GiBatch.search_ahead over GpusparseBatchArg's queries */
+void *
+gpusparse_batch_search_ahead(void *arg, const int *qidx, int n, uint32 kreq)
+{
+	GpusparseBatchArg *a = arg;
+	GpusparseAhead *x = palloc(sizeof(GpusparseAhead));
+	Size		bytes;
+
+	for (int i = 0; i < n; i++)
+		a->qbuf[i] = a->queries[qidx[i]];
+	x->packed = gpusparse_pack_queries(a->qbuf, n, &bytes);
+	x->nq = (uint32) n;
+	x->k = kreq;
+	gpusparse_search_request(a->dim, x->packed, bytes, x->nq, kreq, &x->call);
+	x->h = gi_call_store_ahead(a->index, &x->call);
+	return x;
+}
+
+gi_hit *
+gpusparse_batch_search_ahead_end(void *arg, void *ahead, uint32 **found)
+{
+	GpusparseBatchArg *a = arg;
+	GpusparseAhead *x = ahead;
+	gi_hit	   *hits;
+
+	/* a reply other than OK searches again from x->packed */
+	gi_call_store_ahead_end(a->index, &x->call, x->h, gpusparse_load);
+	hits = gi_search_answer(&x->call, x->nq, x->k, found);
+	pfree(x->packed);
+	pfree(x);
+	return hits;
+}
+
 static Datum
 batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 {
@@ -199,6 +242,8 @@ batch_search(FunctionCallInfo fcinfo, bool with_key, bool packed)
 		b.k = k;
 		b.max_k = GPUSPARSE_MAX_K;
 		b.search = gpusparse_batch_search;
+		b.search_ahead = gpusparse_batch_search_ahead;
+		b.search_ahead_end = gpusparse_batch_search_ahead_end;
 		b.arg = &a;
 		gi_batch_run(&b, fcinfo);
 	}

@@ -151,33 +151,31 @@ gpusparse_pack_queries(SpVec **queries, int nq, Size *bytes)
 	return buf;
 }
 
-/*
- * The k best rows for each of nq packed queries: returns hits[nq * k] in
- * ascending (distance, key) order per query, *found[q] real hits each.
- * Both point into one palloc'd answer.
- */
+/* the service request that searches nq packed queries (bytes) for k rows each */
+void
+gpusparse_search_request(uint32 dim, const void *queries, Size bytes, uint32 nq,
+						 uint32 k, GiCall *call)
+{
+	memset(call, 0, sizeof(*call));
+	call->type = GI_REQ_SEARCH;
+	call->args.kind = GI_KIND_SPARSE;
+	call->args.n = nq;
+	call->args.k = k;
+	GI_KARGS(&call->args, gi_sparse_search_params)->dim = gpusparse_store_dim(dim);
+	GI_KARGS(&call->args, gi_sparse_search_params)->method = (uint32) gpusparse_method;
+	call->in = queries;
+	call->in_size = bytes;
+	call->out_capacity = gi_search_out_size(nq, k);
+}
+
+/* the k best rows for each of nq packed queries, as gi_search_answer gives them */
 gi_hit *
 gpusparse_search_service(Relation index, uint32 dim, const void *queries,
 						 Size bytes, uint32 nq, uint32 k, uint32 **found)
 {
 	GiCall		call;
 
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_SEARCH;
-	call.args.kind = GI_KIND_SPARSE;
-	call.args.n = nq;
-	call.args.k = k;
-	GI_KARGS(&call.args, gi_sparse_search_params)->dim = gpusparse_store_dim(dim);
-	GI_KARGS(&call.args, gi_sparse_search_params)->method = (uint32) gpusparse_method;
-	call.in = queries;
-	call.in_size = bytes;
-	call.out_capacity = gi_search_out_size(nq, k);
+	gpusparse_search_request(dim, queries, bytes, nq, k, &call);
 	gi_call_store(index, &call, gpusparse_load);
-
-	if (call.rargs.out_size != gi_search_out_size(nq, k) || call.out == NULL)
-		elog(ERROR, "gpuindex search answered %llu bytes, expected %llu",
-			 (unsigned long long) call.rargs.out_size,
-			 (unsigned long long) gi_search_out_size(nq, k));
-	*found = gi_search_found(call.out, nq, k);
-	return (gi_hit *) call.out;
+	return gi_search_answer(&call, nq, k, found);
 }
