@@ -39,7 +39,7 @@ int			gi_devices_wanted = 0;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
 int			gi_service_spin_us = 50;
-int			gi_client_spin_us = 100;
+int			gi_client_spin_us = -1;
 int			gi_search_slice_ms = 1;
 int			gi_role_memory_limit_mb = 0;
 int			gi_host_threads = 0;
@@ -235,9 +235,10 @@ _PG_init(void)
 	DefineCustomIntVariable("gpuindex.client_spin_us",
 							"Microseconds a session polls for the device service's answer before it sleeps.",
 							"An answer that comes while it polls skips the session's wake-up; polling keeps "
-							"the session's core busy meanwhile.",
+							"the session's core busy meanwhile.  -1: 100 when the service searches on a GPU, "
+							"0 when it searches on the host's cores.",
 							&gi_client_spin_us,
-							100, 0, 10000,
+							-1, -1, 10000,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

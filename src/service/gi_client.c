@@ -77,11 +77,29 @@ abandon_request(GiSlot *slot)
 	SpinLockRelease(&slot->mutex);
 }
 
+/*
+ * gpuindex.client_spin_us, or by default 100 µs when the service searches on
+ * a GPU and none when it searches on the host's cores: a session polling
+ * there takes a core from the search it waits for.
+ */
+static int
+client_spin_us(void)
+{
+	bool		host;
+
+	if (gi_client_spin_us >= 0)
+		return gi_client_spin_us;
+	SpinLockAcquire(&gi_shared->mutex);
+	host = gi_shared->host_searches;
+	SpinLockRelease(&gi_shared->mutex);
+	return host ? 0 : 100;
+}
+
 static void
 wait_for_answer(GiSlot *slot)
 {
 	TimestampTz	no_service_since = 0;
-	TimestampTz spin_until = GetCurrentTimestamp() + gi_client_spin_us;
+	TimestampTz spin_until = GetCurrentTimestamp() + client_spin_us();
 
 	for (;;)
 	{

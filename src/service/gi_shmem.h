@@ -61,6 +61,8 @@ typedef struct GiShared
 	Latch	   *service_latch;
 	uint64		generation;		/* bumped at every service start */
 	TimestampTz service_started;
+	bool		host_searches;	/* the service searches on the host's cores
+								 * (the host backend), which sessions share */
 	uint64		seq;			/* request counter, for FIFO within a round */
 
 	int			nslots;

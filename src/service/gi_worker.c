@@ -386,6 +386,7 @@ gi_service_main(Datum main_arg)
 	gi_shared->service_pid = MyProcPid;
 	gi_shared->service_latch = MyLatch;
 	gi_shared->service_started = GetCurrentTimestamp();
+	gi_shared->host_searches = gi_ops == NULL || strcmp(gi_ops->name, "cpu") == 0;
 	SpinLockRelease(&gi_shared->mutex);
 	recover_slots();
 
