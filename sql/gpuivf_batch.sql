@@ -153,6 +153,22 @@ SELECT s.ctid <> :'old_ctid' AS moved, d.id, d.title
 FROM gpuivf_search('ivf_docs_v', (SELECT v FROM ivf_docs WHERE id = 42), 1) s
 JOIN ivf_docs d ON d.ctid = s.ctid;
 COMMIT;
+-- key values stored out of line (TOAST) and rows moved by HOT updates, in one
+-- call of 50 queries: each query's keys equal a sequential scan's
+BEGIN;
+UPDATE ivf_docs SET title = (SELECT string_agg(md5(id::text || g::text), '') FROM generate_series(1, 200) g)
+WHERE id % 3 = 0;
+SELECT count(*) FILTER (WHERE pg_column_size(title) > 2000) > 0 AS toasted FROM ivf_docs;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE b.got IS DISTINCT FROM
+                        array(SELECT md5(title) FROM ivf_docs ORDER BY v <-> q.v, id LIMIT 10)) AS mismatches
+FROM (SELECT query, array_agg(md5(key) ORDER BY n) AS got
+      FROM gpuivf_search('ivf_docs_v', (SELECT array_agg(v ORDER BY q) FROM ivf_q WHERE q <= 50),
+                         10, 'title', NULL::text)
+           WITH ORDINALITY AS s(query, key, distance, n)
+      GROUP BY query) b
+JOIN ivf_q q ON q.q = b.query;
+ROLLBACK;
 RESET gpuivf.probes;
 
 --

@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -27,6 +28,7 @@
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/predicate.h"
@@ -204,7 +206,10 @@ typedef struct BatchFetch
 #define GI_FETCH_AHEAD	16
 #define GI_FETCH_AHEAD_MAX	256
 
-/* first stage: look the page up, and bring its line pointer into cache */
+/*
+ * First stage: look the page up, and bring into cache what the fetch reads
+ * first (the page header, the line pointer, the buffer's descriptor).
+ */
 static void
 batch_prefetch_page(GiBatch *b, BatchFetch *f)
 {
@@ -219,8 +224,15 @@ batch_prefetch_page(GiBatch *b, BatchFetch *f)
 		ItemPointerGetOffsetNumber(&tid) > MaxHeapTuplesPerPage)
 		f->recent = InvalidBuffer;
 	if (BufferIsValid(f->recent))
+	{
+		/* the page header (pruning hint, line pointer count), the line pointer */
+		__builtin_prefetch(BufferGetPage(f->recent));
 		__builtin_prefetch(PageGetItemId(BufferGetPage(f->recent),
 										 ItemPointerGetOffsetNumber(&tid)));
+		/* the descriptor that pinning the buffer will write */
+		if (!BufferIsLocal(f->recent))
+			__builtin_prefetch(GetBufferDescriptor(f->recent - 1), 1);
+	}
 }
 
 /*
@@ -244,30 +256,132 @@ batch_prefetch_tuple(BatchFetch *f)
 		__builtin_prefetch((char *) page + lp.lp_off);
 }
 
+/*
+ * How a batch reads its rows: a heap table directly through its buffers
+ * (the page pinned by the prefetch stage's lookup, kept pinned while the
+ * next rows lie on it), any other table access method through its index
+ * fetch.
+ */
+typedef struct BatchReader
+{
+	Relation	heap;
+	bool		direct;			/* heapam: read the buffers ourselves */
+	Buffer		buf;			/* direct: the page pinned, or InvalidBuffer */
+	IndexFetchTableData *fetch; /* otherwise */
+	TupleTableSlot *slot;
+} BatchReader;
+
+static void
+batch_reader_begin(BatchReader *r, Relation heap)
+{
+	r->heap = heap;
+	r->direct = (heap->rd_tableam == GetHeapamTableAmRoutine());
+	r->buf = InvalidBuffer;
+	r->fetch = NULL;
+	r->slot = NULL;
+	if (!r->direct)
+	{
+		r->fetch = table_index_fetch_begin(heap);
+		r->slot = table_slot_create(heap, NULL);
+	}
+}
+
+static void
+batch_reader_end(BatchReader *r)
+{
+	if (BufferIsValid(r->buf))
+		ReleaseBuffer(r->buf);
+	r->buf = InvalidBuffer;
+	if (r->slot)
+		ExecDropSingleTupleTableSlot(r->slot);
+	if (r->fetch)
+		table_index_fetch_end(r->fetch);
+}
+
+/* f's key column from a heap tuple of the table */
+static void
+batch_key_value(GiBatch *b, BatchFetch *f, HeapTuple tuple)
+{
+	f->keynull = true;
+	if (b->keyatt != InvalidAttrNumber)
+	{
+		f->keyval = heap_getattr(tuple, b->keyatt, RelationGetDescr(b->heap),
+								 &f->keynull);
+		if (!f->keynull)
+			f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
+	}
+}
+
+/*
+ * The heap's own index fetch, without its buffer look-up where the
+ * prefetch stage's buffer still holds the page (ReadRecentBuffer), and
+ * with the page kept pinned for the next row on it: the HOT chain is
+ * followed to the version visible to the snapshot, with the predicate
+ * lock and the opportunistic pruning of heapam_index_fetch_tuple.
+ */
+static void
+batch_fetch_heap(GiBatch *b, BatchReader *r, BatchFetch *f, Snapshot snapshot)
+{
+	ItemPointerData tid;
+	BlockNumber blk;
+	HeapTupleData tuple;
+	bool		all_dead = false;
+
+	gi_key_to_tid(f->key, &tid);
+	blk = ItemPointerGetBlockNumber(&tid);
+	if (!BufferIsValid(r->buf) || BufferGetBlockNumber(r->buf) != blk)
+	{
+		if (BufferIsValid(r->buf))
+			ReleaseBuffer(r->buf);
+		r->buf = InvalidBuffer;
+		if (BufferIsValid(f->recent) &&
+			ReadRecentBuffer(r->heap->rd_node, MAIN_FORKNUM, blk, f->recent))
+			r->buf = f->recent;
+		else
+			r->buf = ReadBuffer(r->heap, blk);
+		heap_page_prune_opt(r->heap, r->buf);
+	}
+
+	LockBuffer(r->buf, BUFFER_LOCK_SHARE);
+	f->visible = heap_hot_search_buffer(&tid, r->heap, r->buf, snapshot, &tuple,
+										&all_dead, true);
+	LockBuffer(r->buf, BUFFER_LOCK_UNLOCK);
+	/* the pin keeps the tuple in place */
+	if (f->visible)
+	{
+		f->tid = tid;
+		batch_key_value(b, f, &tuple);
+	}
+}
+
 /* fetch f's row: visible to the snapshot, and its key column */
 static void
-batch_fetch(GiBatch *b, BatchFetch *f, Snapshot snapshot,
-			IndexFetchTableData *fetch, TupleTableSlot *slot)
+batch_fetch(GiBatch *b, BatchReader *r, BatchFetch *f, Snapshot snapshot)
 {
 	ItemPointerData tid;
 	bool		call_again = false;
 	bool		all_dead = false;
 
+	if (r->direct)
+	{
+		batch_fetch_heap(b, r, f, snapshot);
+		return;
+	}
 	gi_key_to_tid(f->key, &tid);
-	f->visible = table_index_fetch_tuple(fetch, &tid, snapshot, slot, &call_again,
-										 &all_dead);
+	f->visible = table_index_fetch_tuple(r->fetch, &tid, snapshot, r->slot,
+										 &call_again, &all_dead);
 	if (f->visible)
 	{
-		f->tid = slot->tts_tid;
+		f->tid = r->slot->tts_tid;
 		f->keynull = true;
 		if (b->keyatt != InvalidAttrNumber)
 		{
-			f->keyval = slot_getattr(slot, b->keyatt, &f->keynull);
+			f->keyval = slot_getattr(r->slot, b->keyatt, &f->keynull);
 			if (!f->keynull)
 				f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
 		}
 	}
-	ExecClearTuple(slot);
+	ExecClearTuple(r->slot);
 }
 
 /* append f's row to its query's answer */
@@ -290,14 +404,16 @@ batch_add(GiBatch *b, GiBatchQuery *bq, const BatchFetch *f)
 	row->keynull = f->keynull;
 }
 
-static int
-batch_fetch_cmp(const void *a, const void *b)
-{
-	uint64		x = (*(BatchFetch *const *) a)->key;
-	uint64		y = (*(BatchFetch *const *) b)->key;
+/* batch_fetch_sort: a call's rows by key (TID order), the comparison inlined */
+typedef BatchFetch *BatchFetchRef;
 
-	return (x > y) - (x < y);
-}
+#define ST_SORT batch_fetch_sort
+#define ST_ELEMENT_TYPE BatchFetchRef
+#define ST_COMPARE(a, b) (((*(a))->key > (*(b))->key) - ((*(a))->key < (*(b))->key))
+#define ST_SCOPE static
+#define ST_DECLARE
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * Keep the visible rows of one call's answer (queries qidx[0..n), hits
@@ -310,7 +426,7 @@ batch_fetch_cmp(const void *a, const void *b)
 static void
 batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 				const gi_hit *hits, const uint32 *found, uint32 kreq,
-				Snapshot snapshot, IndexFetchTableData *fetch, TupleTableSlot *slot)
+				Snapshot snapshot, BatchReader *reader)
 {
 	BatchFetch *f = palloc_extended(sizeof(BatchFetch) * Max(1, (Size) n * Min(kreq, (uint32) b->k)),
 									MCXT_ALLOC_HUGE);
@@ -344,7 +460,7 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 	ord = palloc_extended(sizeof(BatchFetch *) * Max(1, nf), MCXT_ALLOC_HUGE);
 	for (Size i = 0; i < nf; i++)
 		ord[i] = &f[i];
-	qsort(ord, nf, sizeof(BatchFetch *), batch_fetch_cmp);
+	batch_fetch_sort(ord, nf);
 	ahead = Min(Max(GI_FETCH_AHEAD,
 					get_tablespace_io_concurrency(b->heap->rd_rel->reltablespace)),
 				GI_FETCH_AHEAD_MAX);
@@ -368,7 +484,7 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 			ord[i]->keynull = same->keynull;
 		}
 		else
-			batch_fetch(b, ord[i], snapshot, fetch, slot);
+			batch_fetch(b, reader, ord[i], snapshot);
 	}
 
 	for (int i = 0; i < n; i++)
@@ -387,13 +503,18 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 			if (!gi_hit_cursor_next(&q->cursor, one.hit))
 				continue;
 			one.key = one.hit->key;
-			batch_fetch(b, &one, snapshot, fetch, slot);
+			one.recent = InvalidBuffer;
+			batch_fetch(b, reader, &one, snapshot);
 			if (one.visible)
 				batch_add(b, q, &one);
 		}
 		/* fewer than k visible while the service had more: again */
 		q->more = (found[i] >= kreq);
 	}
+	/* no pin held while the service searches the next part */
+	if (BufferIsValid(reader->buf))
+		ReleaseBuffer(reader->buf);
+	reader->buf = InvalidBuffer;
 	pfree(ord);
 	pfree(next);
 	pfree(f);
@@ -424,16 +545,14 @@ gi_batch_collect(GiBatch *b)
 	int			npend = b->nq;
 	uint32		kreq = (uint32) b->k;
 	Snapshot	snapshot = GetActiveSnapshot();
-	IndexFetchTableData *fetch;
-	TupleTableSlot *slot;
+	BatchReader reader;
 
 	for (int i = 0; i < b->nq; i++)
 		pend[i] = i;
 
 	/* what an ordered scan of an index without predicate locks takes */
 	PredicateLockRelation(b->index, snapshot);
-	fetch = table_index_fetch_begin(b->heap);
-	slot = table_slot_create(b->heap, NULL);
+	batch_reader_begin(&reader, b->heap);
 
 	while (npend > 0)
 	{
@@ -470,7 +589,7 @@ gi_batch_collect(GiBatch *b)
 			for (int g = 0; g < n; g += group)
 				batch_take_call(b, bq, pend + from + g, Min(group, n - g),
 								hits + (Size) g * kreq, found + g, kreq, snapshot,
-								fetch, slot);
+								&reader);
 			for (int i = 0; i < n; i++)
 			{
 				GiBatchQuery *q = &bq[pend[from + i]];
@@ -495,8 +614,7 @@ gi_batch_collect(GiBatch *b)
 		}
 	}
 
-	ExecDropSingleTupleTableSlot(slot);
-	table_index_fetch_end(fetch);
+	batch_reader_end(&reader);
 	return bq;
 }
 
