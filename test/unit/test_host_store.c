@@ -2522,6 +2522,83 @@ test_ivf_search_small(void **state)
 	ops->store_destroy(s);
 }
 
+/*
+ * The choice of lists to probe across blocks of 32 centroids: list counts
+ * around a block's size, dimensions with and without a tail, centroids
+ * repeated in other blocks (ties broken by list number), and a record on
+ * each centroid, so that which lists were probed shows in the hits; every
+ * answer against the brute force.
+ */
+static void
+test_ivf_rank_blocks(void **state)
+{
+	static const uint32_t nls[] = {1, 31, 32, 33, 70};
+	static const uint32_t dims[] = {1, 5, 33};
+	enum
+	{
+		NQ = 7, PER = 3
+	};
+
+	(void) state;
+	rng_seed(9090);
+	for (size_t a = 0; a < sizeof(nls) / sizeof(nls[0]); a++)
+		for (size_t b = 0; b < sizeof(dims) / sizeof(dims[0]); b++)
+		{
+			uint32_t	nl = nls[a];
+			uint32_t	dim = dims[b];
+			ivf_data	d;
+			gi_store   *s = new_store(nl, dim * 4, 2, GI_KEYS_ANY, 0);
+			float	   *queries = malloc(sizeof(float) * NQ * dim);
+			uint32_t	i;
+
+			d.dim = dim;
+			d.nlists = nl;
+			d.n = nl * (PER + 1);
+			d.centroids = malloc(sizeof(float) * nl * dim);
+			d.vecs = malloc(sizeof(float) * d.n * dim);
+			d.lists = malloc(sizeof(uint32_t) * d.n);
+			d.keys = malloc(sizeof(uint64_t) * d.n);
+			d.alive = malloc(sizeof(bool) * d.n);
+			for (i = 0; i < nl * dim; i++)
+				d.centroids[i] = rng_float();
+			/* copies of list 0's centroid in the next blocks */
+			for (i = 32; i + 1 < nl; i += 32)
+				memcpy(d.centroids + (size_t) (i + 1) * dim, d.centroids,
+					   sizeof(float) * dim);
+			for (i = 0; i < d.n; i++)
+			{
+				uint32_t	j;
+
+				d.lists[i] = i < nl ? i : rng_below(nl);
+				for (j = 0; j < dim; j++)
+					d.vecs[(size_t) i * dim + j] = i < nl ?
+						d.centroids[(size_t) i * dim + j] : rng_float();
+				d.keys[i] = gi_tid_to_key(i + 1, 1);
+				d.alive[i] = true;
+			}
+			assert_int_equal(ops->store_insert(s, d.n, d.lists, d.keys, d.vecs, NULL),
+							 GI_OK);
+			for (i = 0; i < NQ * dim; i++)
+				queries[i] = rng_float();
+			memcpy(queries, d.centroids, sizeof(float) * dim);	/* on the ties */
+			memset(queries + dim, 0, sizeof(float) * dim);	/* zero query */
+			for (int m = 0; m < 3; m++)
+			{
+				check_search(s, &d, (gi_metric) m, NQ, queries, 1, 5);
+				check_search(s, &d, (gi_metric) m, NQ, queries, 3, 10);
+				check_search(s, &d, (gi_metric) m, NQ, queries, nl / 2 + 1, 2 * PER);
+				check_search(s, &d, (gi_metric) m, NQ, queries, nl, d.n);
+			}
+			free(d.centroids);
+			free(d.vecs);
+			free(d.lists);
+			free(d.keys);
+			free(d.alive);
+			free(queries);
+			ops->store_destroy(s);
+		}
+}
+
 /* the kind's search against the reference with the same centroids */
 static void
 expect_kind_equals_reference(gi_store *s, const float *centroids,
@@ -2913,6 +2990,7 @@ main(void)
 		cmocka_unit_test(test_per_list_alloc_failure),
 		cmocka_unit_test(test_ivf_search),
 		cmocka_unit_test(test_ivf_search_small),
+		cmocka_unit_test(test_ivf_rank_blocks),
 		cmocka_unit_test(test_ivf_kind),
 		cmocka_unit_test(test_prng_matches_pg_prng),
 		cmocka_unit_test(test_host_kmeans),

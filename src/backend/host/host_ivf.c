@@ -187,7 +187,7 @@ gi_host_slot_distance(gi_metric metric, uint32_t dim, const float *q,
 typedef struct gi_host_ivf_job
 {
 	gi_store   *store;
-	const float *centroids;
+	const uint32_t *blocks;		/* the centroids in slab layout (gi_host_centroid_blocks) */
 	uint32_t	nlists;
 	uint32_t	dim;
 	gi_metric	metric;
@@ -229,20 +229,30 @@ gi_host_ivf_query(const gi_host_ivf_job *job, uint32_t q, double *qnorm2)
 	return qv;
 }
 
-/* the probes lists with the nearest centroids into lists (cap probes) */
+/*
+ * The probes lists with the nearest centroids into lists (cap probes): 32
+ * centroids at a time from their slab-layout copy, each centroid's sum in
+ * the order and precision of gi_host_vec_distance (so the same bits), the
+ * 32 sums independent of each other instead of one chain per centroid.
+ */
 static void
 gi_host_ivf_rank_lists(const gi_host_ivf_job *job, const float *qv, double qnorm2,
 					   gi_host_topk *lists)
 {
-	uint32_t	l;
+	uint32_t	first;
 
 	lists->n = 0;
-	for (l = 0; l < job->nlists; l++)
+	for (first = 0; first < job->nlists; first += GI_SLAB_RECORDS)
 	{
-		double		d = gi_host_vec_distance(job->metric, job->dim, qv, qnorm2,
-											 job->centroids + (size_t) l * job->dim);
+		double		d[GI_SLAB_RECORDS];
+		uint32_t	n = job->nlists - first < GI_SLAB_RECORDS ?
+			job->nlists - first : GI_SLAB_RECORDS;
+		uint32_t	i;
 
-		gi_host_topk_push(lists, isnan(d) ? INFINITY : d, l);
+		gi_host_slab_distances(job->metric, job->dim, qv, qnorm2,
+							   job->blocks + (size_t) first * job->dim, d);
+		for (i = 0; i < n; i++)
+			gi_host_topk_push(lists, isnan(d[i]) ? INFINITY : d[i], first + i);
 	}
 }
 
@@ -430,21 +440,48 @@ gi_host_ivf_search_parts(gi_host_ivf_job *job, uint32_t workers)
 	return GI_OK;
 }
 
+uint32_t *
+gi_host_centroid_blocks(const float *centroids, uint32_t nlists, uint32_t dim)
+{
+	size_t		nblocks = ((size_t) nlists + GI_SLAB_RECORDS - 1) / GI_SLAB_RECORDS;
+	uint32_t   *blocks = calloc(nblocks * GI_SLAB_RECORDS * dim, sizeof(uint32_t));
+	uint32_t	l;
+
+	if (blocks == NULL)
+	{
+		gi_host_set_error("ivf_search: out of memory for %zu centroid blocks of %u dimensions",
+						  nblocks, dim);
+		return NULL;
+	}
+	for (l = 0; l < nlists; l++)
+	{
+		uint32_t   *block = blocks + (size_t) (l / GI_SLAB_RECORDS) * GI_SLAB_RECORDS * dim;
+		uint32_t	j;
+
+		for (j = 0; j < dim; j++)
+			memcpy(&block[(size_t) j * GI_SLAB_RECORDS + l % GI_SLAB_RECORDS],
+				   &centroids[(size_t) l * dim + j], sizeof(uint32_t));
+	}
+	return blocks;
+}
+
 gi_status
 gi_host_ivf_search(gi_store *store, const float *centroids, uint32_t dim,
 				   gi_metric metric, uint32_t nq, const float *queries,
 				   uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found)
 {
-	return gi_host_ivf_search_lists(store, centroids, dim, metric, nq, queries,
+	return gi_host_ivf_search_lists(store, centroids, NULL, dim, metric, nq, queries,
 									probes, k, hits, found, NULL);
 }
 
 gi_status
-gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
+gi_host_ivf_search_lists(gi_store *store, const float *centroids,
+						 const uint32_t *blocks, uint32_t dim,
 						 gi_metric metric, uint32_t nq, const float *queries,
 						 uint32_t probes, uint32_t k, gi_hit *hits, uint32_t *found,
 						 const gi_host_list_scorer *scorer)
 {
+	uint32_t   *own_blocks = NULL;
 	const gi_store_params *params;
 	gi_store_stats stats;
 	gi_host_ivf_job job;
@@ -495,9 +532,17 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
 	if (probes > params->nlists)
 		probes = params->nlists;
 
+	if (blocks == NULL)
+	{
+		own_blocks = gi_host_centroid_blocks(centroids, params->nlists, dim);
+		if (own_blocks == NULL)
+			return GI_ERR_NOMEM;
+		blocks = own_blocks;
+	}
+
 	memset(&job, 0, sizeof(job));
 	job.store = store;
-	job.centroids = centroids;
+	job.blocks = blocks;
 	job.nlists = params->nlists;
 	job.dim = dim;
 	job.metric = metric;
@@ -530,6 +575,7 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
 		{
 			gi_host_set_error("ivf_search: out of memory for %zu floats of scratch",
 							  scorer->scratch_floats * workers);
+			free(own_blocks);
 			return GI_ERR_NOMEM;
 		}
 	}
@@ -577,6 +623,7 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids, uint32_t dim,
 	free(job.pbest);
 	free(job.npbest);
 	free(job.scratch);
+	free(own_blocks);
 	return st;
 }
 
@@ -667,12 +714,31 @@ gi_host_kmeans_assign(gi_device *device, uint32_t nlists, uint32_t dim,
 
 /* ---- the IVF kind: state kept with the store, search with it ------------ */
 
+/* what the IVF kind keeps with a store: the set_state bytes and the centroid blocks */
+typedef struct gi_host_ivf_kstate
+{
+	gi_ivf_state *st;
+	uint32_t   *blocks;
+} gi_host_ivf_kstate;
+
+static void
+gi_host_ivf_kstate_free(void *arg)
+{
+	gi_host_ivf_kstate *ks = arg;
+
+	if (ks == NULL)
+		return;
+	free(ks->st);
+	free(ks->blocks);
+	free(ks);
+}
+
 static gi_status
 gi_host_ivf_set_state(gi_store *store, const void *state, size_t bytes)
 {
 	const gi_store_params *params;
 	const gi_ivf_state *st = state;
-	void	   *copy;
+	gi_host_ivf_kstate *ks;
 	size_t		bad;
 
 	if (store == NULL || state == NULL || bytes < sizeof(gi_ivf_state))
@@ -702,14 +768,23 @@ gi_host_ivf_set_state(gi_store *store, const void *state, size_t bytes)
 		gi_host_set_error("ivf set_state: centroid value %zu is NaN or infinite", bad);
 		return GI_ERR_INVALID;
 	}
-	copy = malloc(bytes);
-	if (copy == NULL)
+	ks = calloc(1, sizeof(gi_host_ivf_kstate));
+	if (ks != NULL)
+		ks->st = malloc(bytes);
+	if (ks == NULL || ks->st == NULL)
 	{
+		gi_host_ivf_kstate_free(ks);
 		gi_host_set_error("ivf set_state: out of memory for %zu bytes", bytes);
 		return GI_ERR_NOMEM;
 	}
-	memcpy(copy, state, bytes);
-	gi_host_store_set_kind_state(store, copy, free);
+	memcpy(ks->st, state, bytes);
+	ks->blocks = gi_host_centroid_blocks(gi_ivf_state_centroids(ks->st), st->nlists, st->dim);
+	if (ks->blocks == NULL)
+	{
+		gi_host_ivf_kstate_free(ks);
+		return GI_ERR_NOMEM;
+	}
+	gi_host_store_set_kind_state(store, ks, gi_host_ivf_kstate_free);
 	return GI_OK;
 }
 
@@ -719,6 +794,7 @@ gi_host_ivf_kind_search(gi_store *store, const void *params, uint32_t nq,
 						gi_hit *hits, uint32_t *found)
 {
 	const gi_ivf_search_params *p = params;
+	const gi_host_ivf_kstate *ks;
 	const gi_ivf_state *st;
 
 	if (store == NULL || p == NULL)
@@ -726,7 +802,8 @@ gi_host_ivf_kind_search(gi_store *store, const void *params, uint32_t nq,
 		gi_host_set_error("ivf search: no store or no parameters");
 		return GI_ERR_INVALID;
 	}
-	st = gi_host_store_kind_state(store);
+	ks = gi_host_store_kind_state(store);
+	st = ks ? ks->st : NULL;
 	if (st == NULL)
 	{
 		gi_host_set_error("ivf search: the store has no centroids (set_state was not called)");
@@ -738,9 +815,9 @@ gi_host_ivf_kind_search(gi_store *store, const void *params, uint32_t nq,
 						  query_bytes, p->dim, st->dim);
 		return GI_ERR_INVALID;
 	}
-	return gi_host_ivf_search(store, gi_ivf_state_centroids(st), st->dim,
-							  (gi_metric) st->metric, nq, queries, p->probes,
-							  k, hits, found);
+	return gi_host_ivf_search_lists(store, gi_ivf_state_centroids(st), ks->blocks,
+									st->dim, (gi_metric) st->metric, nq, queries,
+									p->probes, k, hits, found, NULL);
 }
 
 const gi_kind_ops gi_host_ivf_kind = {

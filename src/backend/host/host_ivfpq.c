@@ -25,6 +25,7 @@ typedef struct gi_host_pq_kind
 {
 	float	   *radii;			/* GI_PQ_LEVELS * m * ksub, made by the first selective search */
 	gi_ivfpq_state *st;			/* the state as set_state received it */
+	uint32_t   *blocks;			/* its centroids' gi_host_centroid_blocks */
 } gi_host_pq_kind;
 
 /* what a selective search's scorer reads */
@@ -93,6 +94,7 @@ gi_host_pq_kind_free(void *p)
 
 	free(kind->radii);
 	free(kind->st);
+	free(kind->blocks);
 	free(kind);
 }
 
@@ -367,6 +369,13 @@ gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
 		return GI_ERR_NOMEM;
 	}
 	memcpy(kind->st, state, bytes);
+	kind->blocks = gi_host_centroid_blocks(gi_ivfpq_state_centroids(kind->st),
+										   st->ivf.nlists, st->ivf.dim);
+	if (kind->blocks == NULL)
+	{
+		gi_host_pq_kind_free(kind);
+		return GI_ERR_NOMEM;
+	}
 	gi_host_store_set_kind_state(store, kind, gi_host_pq_kind_free);
 	return GI_OK;
 }
@@ -451,7 +460,8 @@ gi_host_ivfpq_search(gi_store *store, const void *params, uint32_t nq,
 		scorer.arg = &sel;
 		scorer.scratch_floats = gi_host_pq_scratch(gi_host_pq_sel_tables(st->m, st->ksub));
 	}
-	return gi_host_ivf_search_lists(store, gi_ivfpq_state_centroids(st), st->ivf.dim,
+	return gi_host_ivf_search_lists(store, gi_ivfpq_state_centroids(st), kind->blocks,
+									st->ivf.dim,
 									(gi_metric) st->ivf.metric, nq, queries,
 									p->ivf.probes, k, hits, found, &scorer);
 }

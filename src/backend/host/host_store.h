@@ -162,11 +162,22 @@ typedef struct gi_host_list_scorer
 } gi_host_list_scorer;
 
 /*
+ * The centroids (nlists x dim, row-major) in the layout of a slab's
+ * payload, 32 centroids a block, word j of centroid i of a block at
+ * [j * 32 + i], the last block padded with zeros: what the search ranks
+ * the lists with.  malloc'd; NULL with the message set when out of memory.
+ */
+extern uint32_t *gi_host_centroid_blocks(const float *centroids, uint32_t nlists,
+										 uint32_t dim);
+
+/*
  * gi_host_ivf_search with the records of each probed list scored by
  * scorer (NULL: float vectors, as gi_host_ivf_search); the lists to probe,
- * the threads and the top-k are the same.
+ * the threads and the top-k are the same.  blocks: the centroids'
+ * gi_host_centroid_blocks, kept by the caller (NULL: made for this call).
  */
 extern gi_status gi_host_ivf_search_lists(gi_store *store, const float *centroids,
+										  const uint32_t *blocks,
 										  uint32_t dim, gi_metric metric,
 										  uint32_t nq, const float *queries,
 										  uint32_t probes, uint32_t k,
