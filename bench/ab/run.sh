@@ -15,7 +15,8 @@
 #           md5 of the first call's rows (the two libraries must give the same);
 #   single  pgbench -M prepared, one query per statement (ORDER BY ... LIMIT 10, a random
 #           one of the queries), AB_SECONDS seconds for each client count in AB_CLIENTS.
-# Writes OUTDIR/ab.csv (every measurement), ab.md (medians, new / old) and ab.png.
+# Writes OUTDIR/ab.csv (every measurement), ab.md (medians, new / old) and ab.png (with
+# matplotlib: BENCH_PYTHON, else bench/run.sh's virtual environment when it exists).
 #
 # Environment [default]: AB_ROWS [1000000] AB_DIM [32] AB_LISTS [2000] AB_PROBES [1]
 #   AB_NQ [1000] AB_ROUNDS [4] AB_REPS [7] AB_CLIENTS [1 8] AB_SECONDS [5]
@@ -154,6 +155,8 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 backend=$(psql_ -Atc "\"SELECT backend FROM gpuindex_stats LIMIT 1\"")
-python3 "$here/report.py" "$csv" "$out/ab" \
+py=${BENCH_PYTHON:-$root/bench/.cache/venv/bin/python}
+[ -x "$py" ] || py=python3
+"$py" "$here/report.py" "$csv" "$out/ab" \
 	"gpuindex backend $backend, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'); $rows rows x $dim (heap $heap_mb MB, in shared buffers), $lists lists, probes $probes, gpuindex.host_threads $host_threads; batch: $nq queries a call, k 10, key column id, $reps calls a turn; single: pgbench -M prepared, ${seconds} s a client count; $rounds rounds, the libraries alternating"
 cat "$out/ab.md"
