@@ -44,12 +44,13 @@ device=${AB_DEVICE:-auto}
 host_threads=${AB_HOST_THREADS:-1}
 D=${AB_DIR:-/tmp/gpuindex-bench-ab}
 : "${PG_CONFIG:=/usr/lib/postgresql/15/bin/pg_config}"
-: "${PG_BIN:=$($PG_CONFIG --bindir)}"
-: "${PG_USER:=postgres}"
+# shellcheck source=../../test/lib.sh
+. "$root/test/lib.sh"
 lib=$($PG_CONFIG --pkglibdir)
 want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 
-rm -rf "$D" && mkdir -p "$D"
+rm -rf "$D"
+pg_scratch "$D"
 variants=new
 cp "$lib/gpuindex.so" "$D/new.so"
 if [ -n "${AB_OLD:-}" ]; then
@@ -58,15 +59,9 @@ if [ -n "${AB_OLD:-}" ]; then
 	cp "$AB_OLD/gpuindex.so" "$D/old.so"
 	variants="old new"
 fi
-[ "$(id -u)" = 0 ] && chown "$PG_USER" "$D"
+[ "$(id -u)" = 0 ] && chown "$PG_USER" "$D"/*.so
 
-run() {
-	if [ "$(id -u)" = 0 ]; then
-		su "$PG_USER" -s /bin/bash -c "export PATH='$PG_BIN':\$PATH; cd '$D'; $*"
-	else
-		bash -c "export PATH='$PG_BIN':\$PATH; cd '$D'; $*"
-	fi
-}
+run() { as_pg "cd '$D'; $*"; }
 stop() { run "pg_ctl -D '$D/data' -w stop >/dev/null 2>&1" || true; }
 start() { run "pg_ctl -D '$D/data' -l '$D/server.log' -w start >/dev/null"; }
 psql_() { run "psql -X -q -h '$D' -p $port -v ON_ERROR_STOP=1 $* postgres"; }
