@@ -169,6 +169,20 @@ FROM (SELECT query, array_agg(md5(key) ORDER BY n) AS got
       GROUP BY query) b
 JOIN ivf_q q ON q.q = b.query;
 ROLLBACK;
+-- a temporary table (its pages in the session's local buffers): one call of
+-- 100 queries against sequential scans
+CREATE TEMP TABLE ivf_tmp AS SELECT id, v FROM ivf_docs;
+CREATE INDEX ivf_tmp_v ON ivf_tmp USING gpuivf (v real_l2_ops) WITH (lists = 10);
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE b.got IS DISTINCT FROM
+                        array(SELECT id FROM ivf_tmp ORDER BY v <-> q.v, id LIMIT 10)) AS mismatches
+FROM (SELECT query, array_agg(key ORDER BY n) AS got
+      FROM gpuivf_search('ivf_tmp_v', (SELECT array_agg(v ORDER BY q) FROM ivf_q WHERE q <= 100),
+                         10, 'id', NULL::bigint)
+           WITH ORDINALITY AS s(query, key, distance, n)
+      GROUP BY query) b
+JOIN ivf_q q ON q.q = b.query;
+DROP TABLE ivf_tmp;
 RESET gpuivf.probes;
 
 --

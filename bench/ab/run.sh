@@ -10,7 +10,7 @@
 # one).  The data: one table of AB_ROWS random AB_DIM-d rows (id bigint, seeded), a
 # gpuivf index with AB_LISTS lists, AB_NQ random queries.  Each turn, with the heap and
 # the index in shared buffers and gpuivf.probes = AB_PROBES:
-#   batch   AB_REPS calls of gpuivf_search over all queries (k 10, key column id) after
+#   batch   AB_REPS calls of gpuivf_search over all queries (k AB_K, key column id) after
 #           two warm-up calls, each call's stages from gpuindex_search_stages(), and the
 #           md5 of the first call's rows (the two libraries must give the same);
 #   single  pgbench -M prepared, one query per statement (ORDER BY ... LIMIT 10, a random
@@ -19,7 +19,7 @@
 # matplotlib: BENCH_PYTHON, else bench/run.sh's virtual environment when it exists).
 #
 # Environment [default]: AB_ROWS [1000000] AB_DIM [32] AB_LISTS [2000] AB_PROBES [1]
-#   AB_NQ [1000] AB_ROUNDS [4] AB_REPS [7] AB_CLIENTS [1 8] AB_SECONDS [5]
+#   AB_NQ [1000] AB_K [10] AB_ROUNDS [4] AB_REPS [7] AB_CLIENTS [1 8] AB_SECONDS [5]
 #   AB_STEPS ["batch single"] AB_OLD [none: the installed library alone] AB_DEVICE [auto]
 #   AB_HOST_THREADS [1: on the host backend the service searches the next part of a batch
 #   on one core while the session checks rows on another, as beside a GPU; 0 for pgbench
@@ -34,6 +34,7 @@ dim=${AB_DIM:-32}
 lists=${AB_LISTS:-2000}
 probes=${AB_PROBES:-1}
 nq=${AB_NQ:-1000}
+k=${AB_K:-10}
 rounds=${AB_ROUNDS:-4}
 reps=${AB_REPS:-7}
 clients=${AB_CLIENTS:-1 8}
@@ -91,11 +92,11 @@ CREATE TABLE q AS SELECT j, ARRAY(SELECT random()::real FROM generate_series(1, 
 CREATE UNIQUE INDEX ON q (j);
 CREATE TABLE qp AS SELECT array_agg(v ORDER BY j) AS b FROM q;
 SQL
-call="SELECT count(*) FROM gpuivf_search('t_idx', (SELECT b FROM qp), 10, 'id', NULL::bigint);"
+call="SELECT count(*) FROM gpuivf_search('t_idx', (SELECT b FROM qp), $k, 'id', NULL::bigint);"
 {
 	echo "SET gpuivf.probes = $probes;"
 	echo "SELECT md5(string_agg(query || ':' || key, ',' ORDER BY query, distance, key))"
-	echo "  FROM gpuivf_search('t_idx', (SELECT b FROM qp), 10, 'id', NULL::bigint);"
+	echo "  FROM gpuivf_search('t_idx', (SELECT b FROM qp), $k, 'id', NULL::bigint);"
 	echo "\\o /dev/null"
 	echo "$call"
 	for _ in $(seq 1 "$reps"); do
@@ -153,5 +154,5 @@ backend=$(psql_ -Atc "\"SELECT backend FROM gpuindex_stats LIMIT 1\"")
 py=${BENCH_PYTHON:-$root/bench/.cache/venv/bin/python}
 [ -x "$py" ] || py=python3
 "$py" "$here/report.py" "$csv" "$out/ab" \
-	"gpuindex backend $backend, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'); $rows rows x $dim (heap $heap_mb MB, in shared buffers), $lists lists, probes $probes, gpuindex.host_threads $host_threads; batch: $nq queries a call, k 10, key column id, $reps calls a turn; single: pgbench -M prepared, ${seconds} s a client count; $rounds rounds, the libraries alternating"
+	"gpuindex backend $backend, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'); $rows rows x $dim (heap $heap_mb MB, in shared buffers), $lists lists, probes $probes, gpuindex.host_threads $host_threads; batch: $nq queries a call, k $k, key column id, $reps calls a turn; single: pgbench -M prepared, ${seconds} s a client count; $rounds rounds, the libraries alternating"
 cat "$out/ab.md"

@@ -211,14 +211,17 @@ typedef struct BatchFetch
  * first (the page header, the line pointer, the buffer's descriptor).
  */
 static void
-batch_prefetch_page(GiBatch *b, BatchFetch *f)
+batch_prefetch_page(GiBatch *b, BatchFetch *f, const BatchFetch *prev)
 {
 	ItemPointerData tid;
-	PrefetchBufferResult r;
 
 	gi_key_to_tid(f->key, &tid);
-	r = PrefetchBuffer(b->heap, MAIN_FORKNUM, ItemPointerGetBlockNumber(&tid));
-	f->recent = r.recent_buffer;
+	/* the row before in TID order on the same page: its look-up serves */
+	if (prev != NULL && gi_key_block(prev->key) == ItemPointerGetBlockNumber(&tid))
+		f->recent = prev->recent;
+	else
+		f->recent = PrefetchBuffer(b->heap, MAIN_FORKNUM,
+								   ItemPointerGetBlockNumber(&tid)).recent_buffer;
 	/* a line pointer address inside the page only */
 	if (ItemPointerGetOffsetNumber(&tid) < 1 ||
 		ItemPointerGetOffsetNumber(&tid) > MaxHeapTuplesPerPage)
@@ -465,13 +468,13 @@ batch_take_call(GiBatch *b, GiBatchQuery *bq, const int *qidx, int n,
 					get_tablespace_io_concurrency(b->heap->rd_rel->reltablespace)),
 				GI_FETCH_AHEAD_MAX);
 	for (Size i = 0; i < nf && i < ahead; i++)
-		batch_prefetch_page(b, ord[i]);
+		batch_prefetch_page(b, ord[i], i > 0 ? ord[i - 1] : NULL);
 	for (Size i = 0; i < nf && i < GI_FETCH_AHEAD / 2; i++)
 		batch_prefetch_tuple(ord[i]);
 	for (Size i = 0; i < nf; i++)
 	{
 		if (i + ahead < nf)
-			batch_prefetch_page(b, ord[i + ahead]);
+			batch_prefetch_page(b, ord[i + ahead], ord[i + ahead - 1]);
 		if (i + GI_FETCH_AHEAD / 2 < nf)
 			batch_prefetch_tuple(ord[i + GI_FETCH_AHEAD / 2]);
 		if (i > 0 && ord[i]->key == ord[i - 1]->key)
