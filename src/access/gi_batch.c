@@ -301,18 +301,20 @@ batch_reader_end(BatchReader *r)
 		table_index_fetch_end(r->fetch);
 }
 
-/* f's key column from a heap tuple of the table */
+/* f's key column, copied, from a heap tuple of the table or else from slot */
 static void
-batch_key_value(GiBatch *b, BatchFetch *f, HeapTuple tuple)
+batch_key_value(GiBatch *b, BatchFetch *f, HeapTuple tuple, TupleTableSlot *slot)
 {
 	f->keynull = true;
-	if (b->keyatt != InvalidAttrNumber)
-	{
+	if (b->keyatt == InvalidAttrNumber)
+		return;
+	if (tuple)
 		f->keyval = heap_getattr(tuple, b->keyatt, RelationGetDescr(b->heap),
 								 &f->keynull);
-		if (!f->keynull)
-			f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
-	}
+	else
+		f->keyval = slot_getattr(slot, b->keyatt, &f->keynull);
+	if (!f->keynull)
+		f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
 }
 
 /*
@@ -353,7 +355,7 @@ batch_fetch_heap(GiBatch *b, BatchReader *r, BatchFetch *f, Snapshot snapshot)
 	if (f->visible)
 	{
 		f->tid = tid;
-		batch_key_value(b, f, &tuple);
+		batch_key_value(b, f, &tuple, NULL);
 	}
 }
 
@@ -376,13 +378,7 @@ batch_fetch(GiBatch *b, BatchReader *r, BatchFetch *f, Snapshot snapshot)
 	if (f->visible)
 	{
 		f->tid = r->slot->tts_tid;
-		f->keynull = true;
-		if (b->keyatt != InvalidAttrNumber)
-		{
-			f->keyval = slot_getattr(r->slot, b->keyatt, &f->keynull);
-			if (!f->keynull)
-				f->keyval = datumCopy(f->keyval, b->keybyval, b->keylen);
-		}
+		batch_key_value(b, f, NULL, r->slot);
 	}
 	ExecClearTuple(r->slot);
 }
