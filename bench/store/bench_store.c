@@ -10,7 +10,7 @@
  *	 bench_store.run PATH/gpuindex_cuda.so [OUTDIR]
  *	 BENCH_N=100000 for a quick run (default 1,000,000), BENCH_DIM (128),
  *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
- *	 BENCH_PROFILE=B:P[:R] (build, then R (3) searches of batch B, P probes: for
+ *	 BENCH_PROFILE=B:P[:R[:K]] (build, then R (3) searches of batch B, P probes, k K (10): for
  *	 ncu or nsys),
  *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop).
  *	 Works with a module without the profile, copy-helper and chunk hooks
@@ -408,17 +408,20 @@ main(int argc, char **argv)
 	if (getenv("BENCH_ONLY_INGEST"))
 		return 0;
 
-	/* BENCH_PROFILE=B:P[:R]: only R searches of batch B with P probes, for a profiler */
+	/* BENCH_PROFILE=B:P[:R[:K]]: only R searches of batch B with P probes, for a profiler */
 	if (getenv("BENCH_PROFILE"))
 	{
 		unsigned	B = 10000;
 		unsigned	P = 16;
 		unsigned	R = 3;
+		unsigned	K = 10;
 		unsigned	r;
 
-		if (sscanf(getenv("BENCH_PROFILE"), "%u:%u:%u", &B, &P, &R) < 2 || B > NQ || P == 0)
+		if (sscanf(getenv("BENCH_PROFILE"), "%u:%u:%u:%u", &B, &P, &R, &K) < 2 || B > NQ ||
+			P == 0 || K == 0 || (size_t) B * K > (size_t) NQ * 64)
 		{
-			fprintf(stderr, "BENCH_PROFILE=B:P[:R] with B <= %u\n", NQ);
+			fprintf(stderr, "BENCH_PROFILE=B:P[:R[:K]] with B <= %u and B * K <= %u\n",
+					NQ, NQ * 64);
 			return 1;
 		}
 		for (r = 0; r < R; r++)
@@ -426,11 +429,11 @@ main(int argc, char **argv)
 			t0 = now_ms();
 			/* ncu --nvtx --nvtx-include "search/" profiles these calls only */
 			nvtxRangePushA("search");
-			st = ivf_search(s, dim, B, qs, P, 10, hits, found);
+			st = ivf_search(s, dim, B, qs, P, K, hits, found);
 			nvtxRangePop();
 			if (st != GI_OK)
 				die("search", st);
-			printf("profile search batch %u probes %u: %.3f ms\n", B, P, now_ms() - t0);
+			printf("profile search batch %u probes %u k %u: %.3f ms\n", B, P, K, now_ms() - t0);
 		}
 		return 0;
 	}

@@ -22,7 +22,7 @@ gi_cu_ivf_release(gi_cu_ivf *iv)
 {
 	gi_cu_buf  *bufs[] = {
 		&iv->s_q, &iv->s_qd, &iv->s_qn, &iv->s_qnd, &iv->s_gemm, &iv->s_cand,
-		&iv->s_rkey, &iv->s_probe, &iv->s_hits, &iv->s_found, &iv->s_cd,
+		&iv->s_rkey, &iv->s_probe, &iv->s_hits, &iv->s_cd,
 		&iv->s_ck, &iv->s_cn, &iv->s_cnt, &iv->s_beg, &iv->s_cur, &iv->s_gd0,
 		&iv->s_gk0, &iv->s_gd1, &iv->s_gk1, &iv->s_tmp, &iv->s_okey, &iv->s_okey2,
 		&iv->s_oval, &iv->s_order, &iv->s_seg, &iv->s_tflag, &iv->s_tile
@@ -231,7 +231,6 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	uint32_t	qc_max;
 	uint32_t	qa;
 	uint32_t	flags = 0;
-	size_t		res_found;
 	size_t		res_flag;
 	gi_status	st;
 	gi_ivf_times tm;
@@ -275,14 +274,13 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	if (qc_max > nq)
 		qc_max = nq;
 
+	/* a chunk's hits and then its counts, so that one copy brings both */
 	st = gi_cu_buf_reserve(&iv->s_q, (size_t) qc_max * dim * sizeof(float));
 	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&iv->s_hits, (size_t) qc_max * k * sizeof(gi_hit));
-	if (st == GI_OK)
-		st = gi_cu_buf_reserve(&iv->s_found, (size_t) qc_max * sizeof(uint32_t));
+		st = gi_cu_buf_reserve(&iv->s_hits, (size_t) qc_max * (k * sizeof(gi_hit) +
+																 sizeof(uint32_t)));
 	/* pinned staging: truly asynchronous copies, one sync per chunk */
-	res_found = (size_t) qc_max * k * sizeof(gi_hit);
-	res_flag = res_found + (size_t) qc_max * sizeof(uint32_t);
+	res_flag = (size_t) qc_max * (k * sizeof(gi_hit) + sizeof(uint32_t));
 	if (st == GI_OK)
 		st = gi_cu_pinned_reserve(&iv->p_q, (size_t) qc_max * dim * sizeof(float));
 	if (st == GI_OK)
@@ -312,6 +310,8 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		uint32_t	qc = nq - qa < qc_max ? nq - qa : qc_max;
 		const uint32_t *probe_lists;
 		char	   *res = (char *) iv->p_res.p;
+		size_t		res_found = (size_t) qc * k * sizeof(gi_hit);
+		uint32_t   *d_found = (uint32_t *) ((char *) iv->s_hits.p + res_found);
 
 		uint64_t	th = tm.on ? gi_ivf_now_ns() : 0;
 
@@ -329,15 +329,13 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		if (st == GI_OK && tm.on)
 			GI_CU_TRY(cudaEventRecord(iv->ev[2], s->ss));
 		if (st == GI_OK)
-			st = fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p,
-					  (uint32_t *) iv->s_found.p, arg);
+			st = fine(s, iv, qc, probe_lists, probes, k, (gi_hit *) iv->s_hits.p, d_found,
+					  arg);
 		if (st != GI_OK)
 			return st;
 		if (tm.on)
 			GI_CU_TRY(cudaEventRecord(iv->ev[3], s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res, iv->s_hits.p, (size_t) qc * k * sizeof(gi_hit),
-								  cudaMemcpyDeviceToHost, s->ss));
-		GI_CU_TRY(cudaMemcpyAsync(res + res_found, iv->s_found.p, (size_t) qc * sizeof(uint32_t),
+		GI_CU_TRY(cudaMemcpyAsync(res, iv->s_hits.p, res_found + (size_t) qc * sizeof(uint32_t),
 								  cudaMemcpyDeviceToHost, s->ss));
 		GI_CU_TRY(cudaMemcpyAsync(res + res_flag, s->d_flags + 1, sizeof(uint32_t),
 								  cudaMemcpyDeviceToHost, s->ss));

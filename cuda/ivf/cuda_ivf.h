@@ -33,8 +33,7 @@ struct gi_cu_ivf
 	gi_cu_buf	s_cand;			/* qc x P' candidate lists */
 	gi_cu_buf	s_rkey;			/* qc x P' refined keys */
 	gi_cu_buf	s_probe;		/* qc x P probed lists */
-	gi_cu_buf	s_hits;			/* qc x k gi_hit */
-	gi_cu_buf	s_found;		/* qc */
+	gi_cu_buf	s_hits;			/* qc x k gi_hit, then qc counts */
 	gi_cu_buf	s_cd;			/* partial results: distances */
 	gi_cu_buf	s_ck;			/* partial results: keys */
 	gi_cu_buf	s_cn;			/* partial results: counts */

@@ -713,7 +713,69 @@ gi_k_scan_tile(gi_scan_args a)
 	}
 }
 
-/* combine the G partial top-k lists of each query */
+/*
+ * The (distance, key) bound of a query's merge: the smallest last entry of
+ * its partial lists that hold k, reduced over the block; (+Inf, max key),
+ * which every candidate is at most, when none holds k.
+ */
+__device__ __forceinline__ void
+gi_merge_bound(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
+			   const uint32_t *__restrict__ cn, size_t u0, uint32_t G, uint32_t k,
+			   float *td, uint64_t *tk)
+{
+	__shared__ float wd[GI_CU_SCAN_THREADS / 32];
+	__shared__ uint64_t wk[GI_CU_SCAN_THREADS / 32];
+	const uint32_t lane = threadIdx.x & 31;
+	const uint32_t warp = threadIdx.x >> 5;
+	float		d = __int_as_float(0x7f800000);
+	uint64_t	key = UINT64_MAX;
+
+	for (uint32_t g = threadIdx.x; g < G; g += blockDim.x)
+	{
+		size_t		last = (u0 + g) * k + k - 1;
+
+		if (cn[u0 + g] == k && gi_hit_less(cd[last], ck[last], d, key))
+		{
+			d = cd[last];
+			key = ck[last];
+		}
+	}
+	for (uint32_t o = 16; o > 0; o >>= 1)
+	{
+		float		od = __shfl_down_sync(GI_CU_FULL_MASK, d, o);
+		uint64_t	ok = __shfl_down_sync(GI_CU_FULL_MASK, key, o);
+
+		if (gi_hit_less(od, ok, d, key))
+		{
+			d = od;
+			key = ok;
+		}
+	}
+	if (lane == 0)
+	{
+		wd[warp] = d;
+		wk[warp] = key;
+	}
+	__syncthreads();
+	d = wd[0];
+	key = wk[0];
+	for (uint32_t w = 1; w < (blockDim.x >> 5); w++)
+		if (gi_hit_less(wd[w], wk[w], d, key))
+		{
+			d = wd[w];
+			key = wk[w];
+		}
+	*td = d;
+	*tk = key;
+}
+
+/*
+ * Combine the G partial top-k lists of each query.  Every partial list is
+ * sorted (gi_scan_finish, gi_flush_tile), and the k best of the query are
+ * at most the bound T of gi_merge_bound (the list that ends at T holds k
+ * candidates up to it), so only each list's entries up to T, found by a
+ * binary search, are offered: about k or a few k of the G k there are.
+ */
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
 gi_k_merge(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
 		   const uint32_t *__restrict__ cn, uint32_t G, uint32_t k, uint32_t cap,
@@ -730,16 +792,35 @@ gi_k_merge(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
 	const uint32_t tid = threadIdx.x;
 	uint32_t	total = 0;
 	uint32_t	b;
+	float		td;
+	uint64_t	tk;
 
 	gi_topk_init(ts);
-	/* where each group's candidates start: a block-wide prefix sum */
+	gi_merge_bound(cd, ck, cn, (size_t) q * G, G, k, &td, &tk);
+	/* where each group's candidates up to T start: a block-wide prefix sum */
 	for (b = 0; b < G; b += blockDim.x)
 	{
 		uint32_t	gg = b + tid;
-		uint32_t	c = gg < G ? cn[(size_t) q * G + gg] : 0;
+		uint32_t	c = 0;
 		uint32_t	x;
 		uint32_t	sum;
 
+		if (gg < G)
+		{
+			size_t		base = ((size_t) q * G + gg) * k;
+			uint32_t	hi = cn[(size_t) q * G + gg];
+
+			/* first entry past T */
+			while (c < hi)
+			{
+				uint32_t	mid = (c + hi) / 2;
+
+				if (gi_hit_less(td, tk, cd[base + mid], ck[base + mid]))
+					hi = mid;
+				else
+					c = mid + 1;
+			}
+		}
 		scan_t(scan_tmp).ExclusiveSum(c, x, sum);
 		if (gg < G)
 			pre[gg] = total + x;
