@@ -302,6 +302,33 @@ def write_csv(path, rows):
                         for c, v in r.items()})
 
 
+def plot_ratios(csv_path, png_path):
+    """new / old of each figure of a store.csv or sql.csv as bars (needs matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    rows = [r for r in csv.DictReader(open(csv_path)) if r.get("ratio")]
+    if not rows:
+        return
+    labels = [f"{r['figure']}" + (f", batch {r['batch']}" if r.get("batch") else "")
+              + (f", probes {r['probes']}" if r.get("probes") else "") for r in rows]
+    ratios = [float(r["ratio"]) for r in rows]
+    colors = ["#3a7bd5" if (x <= 1) == (r.get("better") == "lower") or x == 1 else "#d5533a"
+              for x, r in zip(ratios, rows)]
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1))
+    ax.barh(range(len(rows)), ratios, color=colors)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("new / old (blue: better, red: worse)")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+
+
 def main(raw, out):
     meta = dict(read_tsv(os.path.join(raw, "meta.tsv")))
     steps = read_tsv(os.path.join(raw, "steps.tsv"))[1:]
@@ -340,7 +367,13 @@ def main(raw, out):
         f.write("\n".join(md))
     write_csv(os.path.join(out, "store.csv"), rows)
     write_csv(os.path.join(out, "sql.csv"), srows)
+    for part, got in (("store", rows), ("sql", srows)):
+        if got:
+            plot_ratios(os.path.join(out, part + ".csv"), os.path.join(out, part + ".png"))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--plot":
+        plot_ratios(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -38,7 +38,7 @@ for m in measures:
     for v in variants:
         if (v, m) in med:
             x, lo, hi, n = med[(v, m)]
-            fmt = "{:,.0f}" if m[2] == "q/s" else "{:.2f}"
+            fmt = "{:,.0f}" if m[2] == "q/s" else "{:.3f}" if x < 1 else "{:.2f}"
             cells.append(f"{fmt.format(x)} ({fmt.format(lo)}–{fmt.format(hi)}), {n}")
         else:
             cells.append("")
