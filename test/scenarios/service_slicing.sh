@@ -63,8 +63,12 @@ stats=$(latency_stats "$dir" $port)
 echo "# single searches during the batch: count, p99 ms, max ms, p50 ms: $stats"
 IFS='|' read -r n p99 max p50 <<<"$stats"
 check "single searches ran during the batch" 400 "$n"
-check "single searches keep p99 < 5 ms while another session's batch runs" 1 \
-	"$(awk -v p="$p99" 'BEGIN { print (p < 5) ? 1 : 0 }')"
+# (ten slices: a search waits for at most the slice in progress, and the
+# bound leaves room for the scheduler of a 2-core machine running the
+# batch's backend, the service and this session at once)
+p99_bound=$(( slice > 0 ? 10 * slice : 10 ))
+check "single searches keep p99 < $p99_bound ms while another session's batch runs" 1 \
+	"$(awk -v p="$p99" -v b="$p99_bound" 'BEGIN { print (p < b) ? 1 : 0 }')"
 # (a bound on the worst wait, far above a slice: a first larger slice may
 # grow a backend's buffers once, 70 ms on the GPU; served in one piece the
 # batch held one search for its whole length)
