@@ -5,9 +5,9 @@
 #   AB_OLD=TREE bash bench/ab/run.sh OUTDIR
 #
 # TREE is a source tree of the other gpuindex (e.g. a `git archive` extraction); its
-# gpuindex.so is built (no CUDA) and the two libraries take turns in AB_ROUNDS rounds (old
-# first in odd rounds; the server restarted between them, gpuindex_cuda.so the installed
-# one).  The data: one table of AB_ROWS random AB_DIM-d rows (id bigint, seeded), a
+# gpuindex.so is built (no CUDA unless AB_CUDA=1) and the two libraries take turns in
+# AB_ROUNDS rounds (old first in odd rounds; the server restarted between them,
+# gpuindex_cuda.so the installed one, or each tree's own with AB_CUDA=1).  The data: one table of AB_ROWS random AB_DIM-d rows (id bigint, seeded), a
 # gpuivf index with AB_LISTS lists, AB_NQ random queries.  Each turn, with the heap and
 # the index in shared buffers and gpuivf.probes = AB_PROBES:
 #   batch   AB_REPS calls of gpuivf_search over all queries (k AB_K, key column id) after
@@ -21,6 +21,8 @@
 # Environment [default]: AB_ROWS [1000000] AB_DIM [32] AB_LISTS [2000] AB_PROBES [1]
 #   AB_NQ [1000] AB_K [10] AB_ROUNDS [4] AB_REPS [7] AB_CLIENTS [1 8] AB_SECONDS [5]
 #   AB_STEPS ["batch single"] AB_OLD [none: the installed library alone] AB_DEVICE [auto]
+#   AB_CUDA [0; 1: the CUDA module is built too (nvcc) and swapped with gpuindex.so, for a
+#   GPU host with AB_DEVICE=cuda and PG_CONFIG of the unpacked server]
 #   AB_HOST_THREADS [1: on the host backend the service searches the next part of a batch
 #   on one core while the session checks rows on another, as beside a GPU; 0 for pgbench
 #   runs that should use every core] AB_PORT [55450] AB_DIR [/tmp/gpuindex-bench-ab]
@@ -53,14 +55,23 @@ want() { case $steps in *" $1 "*) return 0 ;; esac; return 1; }
 rm -rf "$D"
 pg_scratch "$D"
 variants=new
+cuda=${AB_CUDA:-0}
 cp "$lib/gpuindex.so" "$D/new.so"
+[ "$cuda" = 1 ] && cp "$lib/gpuindex_cuda.so" "$D/new_cuda.so"
 if [ -n "${AB_OLD:-}" ]; then
-	make -s -C "$AB_OLD" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" GPUINDEX_CUDA=0 \
+	make -s -C "$AB_OLD" -j"$(nproc)" PG_CONFIG="$PG_CONFIG" GPUINDEX_CUDA="$cuda" \
 		>"$out/build-old.log" 2>&1
 	cp "$AB_OLD/gpuindex.so" "$D/old.so"
+	[ "$cuda" = 1 ] && cp "$AB_OLD/gpuindex_cuda.so" "$D/old_cuda.so"
 	variants="old new"
 fi
 [ "$(id -u)" = 0 ] && chown "$PG_USER" "$D"/*.so
+# one variant's libraries into the server's library folder
+install_variant() {
+	cp "$D/$1.so" "$lib/gpuindex.so"
+	[ "$cuda" = 1 ] && cp "$D/$1_cuda.so" "$lib/gpuindex_cuda.so"
+	return 0
+}
 
 run() { as_pg "cd '$D'; $*"; }
 stop() { run "pg_ctl -D '$D/data' -w stop >/dev/null 2>&1" || true; }
@@ -110,9 +121,9 @@ call="SELECT count(*) FROM gpuivf_search('t_idx', (SELECT b FROM qp), $k, 'id', 
 printf '\\set j random(1, %d)\nSELECT id FROM t ORDER BY v <-> (SELECT v FROM q WHERE j = :j) LIMIT 10;\n' \
 	"$nq" >"$D/single.sql"
 [ "$(id -u)" = 0 ] && chown "$PG_USER" "$D"/*.sql
-cp "$D/new.so" "$lib/gpuindex.so"
+install_variant new
 start
-trap 'stop; cp "$D/new.so" "$lib/gpuindex.so"' EXIT
+trap 'stop; install_variant new' EXIT
 psql_ -f setup.sql >"$out/setup.log" 2>&1
 heap_mb=$(psql_ -Atc "\"SELECT pg_relation_size('t') / 1048576\"")
 
@@ -123,7 +134,7 @@ for r in $(seq 1 "$rounds"); do
 	[ $((r % 2)) = 0 ] && order=$(echo "$variants" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
 	for v in $order; do
 		stop
-		cp "$D/$v.so" "$lib/gpuindex.so"
+		install_variant "$v"
 		start
 		if want batch; then
 			psql_ -At -f call.sql >"$D/call.out"
