@@ -16,6 +16,7 @@ import os
 import re
 import statistics
 import sys
+import textwrap
 
 TOL = 0.05
 
@@ -318,11 +319,11 @@ def plot_ratios(csv_path, png_path):
     ratios = [float(r["ratio"]) for r in rows]
     colors = ["#3a7bd5" if (x <= 1) == (r.get("better") == "lower") or x == 1 else "#d5533a"
               for x, r in zip(ratios, rows)]
-    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1))
+    fig, ax = plt.subplots(figsize=(10, 0.28 * len(rows) + 1))
     ax.barh(range(len(rows)), ratios, color=colors)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels([textwrap.fill(x, 40) for x in labels], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("new / old (blue: better, red: worse)")
     fig.tight_layout()
