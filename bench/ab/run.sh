@@ -7,8 +7,9 @@
 # TREE is a source tree of the other gpuindex (e.g. a `git archive` extraction); its
 # gpuindex.so is built (no CUDA unless AB_CUDA=1) and the two libraries take turns in
 # AB_ROUNDS rounds (old first in odd rounds; the server restarted between them,
-# gpuindex_cuda.so the installed one, or each tree's own with AB_CUDA=1).  The data: one table of AB_ROWS random AB_DIM-d rows (id bigint, seeded), a
-# gpuivf index with AB_LISTS lists, AB_NQ random queries.  Each turn, with the heap and
+# gpuindex_cuda.so the installed one, or each tree's own with AB_CUDA=1).  The data: one
+# table of AB_ROWS random AB_DIM-d rows (id bigint, seeded), a gpuivf index with AB_LISTS
+# lists, AB_NQ random queries.  Each turn, with the heap and
 # the index in shared buffers and gpuivf.probes = AB_PROBES:
 #   batch   AB_REPS calls of gpuivf_search over all queries (k AB_K, key column id) after
 #           two warm-up calls, each call's stages from gpuindex_search_stages(), and the
