@@ -36,7 +36,8 @@
 #   BENCH_GPU_PLAN         full [full] | tiny (dry run: 20K rows, 3 stream steps, short runs)
 #   BENCH_GPU_BUDGET       seconds for everything before the final packaging [470]
 #   BENCH_GPU_STEPS        the scenarios to run, in this order [search batchcost stream
-#                          mutate build search-minilm]: one call of the device tool (10 minutes) does
+#                          mutate build search-minilm; pqmodes when named]: one call
+#                          of the device tool (10 minutes) does
 #                          not hold them all with 3 repeats and 50 window steps
 #   BENCH_GPU_TAG          results folder docs/benchmarks/gpu-TAG [from nvidia-smi: h200, h100]
 #   BENCH_GPU_ARGS         extra bench.py arguments for every scenario (e.g. --set X=Y)
@@ -304,8 +305,8 @@ faiss_cpu=0
 
 # ---- 3. builds (in the background) and data -------------------------------------------
 case $plan in
-tiny) search_ds=synth-20k-128 big_ds=synth-20k-128 ;;
-*) search_ds=synth-500k-128 big_ds=synth-1m-128 ;;
+tiny) search_ds=synth-20k-128 big_ds=synth-20k-128 pq_ds=synth-20k-128 ;;
+*) search_ds=synth-500k-128 big_ds=synth-1m-128 pq_ds=synth-450k-128 ;;
 esac
 minilm=0
 [ -f "$root/bench/.cache/data/minilm-20k/meta.json" ] && minilm=1
@@ -348,6 +349,7 @@ want batchcost && case " $data_sets " in *" synth-20k-128 "*) ;; *) data_sets="$
 if want stream || want mutate || want build; then
 	case " $data_sets " in *" $big_ds "*) ;; *) data_sets="$data_sets $big_ds" ;; esac
 fi
+want pqmodes && case " $data_sets " in *" $pq_ds "*) ;; *) data_sets="$data_sets $pq_ds" ;; esac
 # shellcheck disable=SC2086
 run_step data 240 30 prepare_data $data_sets
 
@@ -447,6 +449,8 @@ if [ "$plan" = tiny ]; then
 	want search-minilm && [ $minilm = 1 ] && bench search-minilm 200 30 --fresh --last search \
 		--dataset minilm-20k --nq 100 --repeats 2 --seconds 1 --clients 8 --probes 1,8,32 \
 		--ef-search 40 --refs "$refs_search"
+	want pqmodes && bench pqmodes 120 20 --fresh --last pqmodes --dataset "$pq_ds" \
+		--engines gpuivf_pq,gpuivf_pq4 --probes 8 --nq 100 --repeats 2 --refs none
 else
 	# 500K x 128: the data of the VM's search results (same generator, seed, queries, lists
 	# 707); probes to 64 (recall ~0.995), ef_search 20 to 320; medians of 3
@@ -471,6 +475,9 @@ else
 	want search-minilm && [ $minilm = 1 ] && bench search-minilm 240 45 --fresh --last search \
 		--dataset minilm-20k --nq 300 --repeats 3 --seconds 2 --clients 8 \
 		--probes 1,2,4,8,16,32,64 --ef-search 20,40,80,160 --refs "$refs_search"
+	# docs/pq.md's set: 450K x 128, 700 lists, 8-bit and 4-bit codes, every search mode
+	want pqmodes && bench pqmodes 300 60 --fresh --last pqmodes --dataset "$pq_ds" --lists 700 \
+		--engines gpuivf_pq,gpuivf_pq4,gpuivf_pq4d1 --probes 8,32 --nq 1000 --repeats 3 --refs none
 fi
 
 # ---- 5. leave nothing running, package ---------------------------------------------------

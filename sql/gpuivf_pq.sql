@@ -59,7 +59,8 @@ SET gpuivf.pq_rerank = 1001;
 --
 CREATE INDEX pq_l2 ON pq_items USING gpuivf (v real_l2_ops) WITH (lists = 10, quantizer = 'pq');
 SELECT * FROM gpuivf_index_info('pq_l2');
-SELECT rows, lists, dim, metric, kind FROM gpuindex_stats WHERE indexrelid = 'pq_l2'::regclass;
+SELECT rows, lists, dim, metric, kind, payload_bytes / rows AS record_bytes
+FROM gpuindex_stats WHERE indexrelid = 'pq_l2'::regclass;
 SELECT count(*) AS entries, count(DISTINCT subspace) AS subspaces,
        min(array_length(centroid, 1)) AS dsub FROM gpuivf_pq_codebooks('pq_l2');
 SELECT count(*) AS rows, min(array_length(code, 1)) AS m,
@@ -134,9 +135,14 @@ SET gpuivf.pq_rerank = 0;
 CREATE INDEX pq_ip ON pq_items USING gpuivf (v real_ip_ops)
 	WITH (lists = 10, quantizer = 'pq', pq_m = 16, pq_bits = 4);
 SELECT count(*) AS entries FROM gpuivf_pq_codebooks('pq_ip');
+-- 16 codes of 4 bits, two a byte: 8 bytes a record, every code below 16
+SELECT count(*) AS codes, min(array_length(code, 1)) AS m,
+       min(c) >= 0 AND max(c) < 16 AS codes_in_range, count(DISTINCT c) AS distinct_codes
+FROM gpuivf_pq_codes('pq_ip'), unnest(code) c;
 SELECT avg(pq_recall(e.ip, array(SELECT i.id FROM pq_items i ORDER BY i.v <#> q.v LIMIT 10))) >= 0.7
        AS recall_ok
 FROM pq_queries q JOIN pq_exact e USING (q);
+SELECT payload_bytes / rows AS record_bytes FROM gpuindex_stats WHERE indexrelid = 'pq_ip'::regclass;
 SET gpuivf.pq_rerank = 20;
 SELECT count(*) FILTER (WHERE e.ip = array(SELECT i.id FROM pq_items i ORDER BY i.v <#> q.v LIMIT 10)) AS exact
 FROM pq_queries q JOIN pq_exact e USING (q);

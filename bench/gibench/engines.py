@@ -107,6 +107,12 @@ SQL_ENGINES = {
     # IVF-PQ lists (docs/pq.md): one code byte per 2-d sub-space, 256 entries each
     "gpuivf_pq": SqlEngine("gpuivf_pq", "gpuivf", "real[]", "real", "gpuivf.probes", "gpuindex",
                            {"quantizer": "'pq'"}),
+    # the same sub-spaces with 16 entries each: 4-bit codes, two a byte
+    "gpuivf_pq4": SqlEngine("gpuivf_pq4", "gpuivf", "real[]", "real", "gpuivf.probes", "gpuindex",
+                            {"quantizer": "'pq'", "pq_bits": "4"}),
+    # 1-d sub-spaces of 16 entries: 4-bit codes, the 8-bit index's bytes (DIM: the dimension)
+    "gpuivf_pq4d1": SqlEngine("gpuivf_pq4d1", "gpuivf", "real[]", "real", "gpuivf.probes",
+                              "gpuindex", {"quantizer": "'pq'", "pq_bits": "4", "pq_m": "DIM"}),
     "ivfflat": SqlEngine("ivfflat", "ivfflat", "vector", "vector", "ivfflat.probes", "vector"),
     "hnsw": SqlEngine("hnsw", "hnsw", "vector", "vector", "hnsw.ef_search", "vector"),
 }

@@ -36,8 +36,8 @@ gi_cu_ivfpq_free(gi_store *s, void *kstate)
 
 /*
  * The state must fit the store as the host's set_state demands: nlists
- * lists, m dividing dim, 1..GI_PQ_MAX_KSUB entries, records of
- * gi_ivfpq_record_bytes(m), a known metric, exactly gi_ivfpq_state_size()
+ * lists, m dividing dim, 1..GI_PQ_MAX_KSUB entries, a code width that
+ * fits them, records of gi_ivfpq_record_bytes(m, code_bits), a known metric, exactly gi_ivfpq_state_size()
  * bytes.  A second call replaces the first (dim may change with it).
  */
 static gi_status
@@ -59,11 +59,12 @@ gi_cu_ivfpq_set_state(gi_store *s, const void *state, size_t bytes)
 	memcpy(&hdr, state, sizeof(hdr));
 	if (hdr.ivf.nlists != s->params.nlists || hdr.ivf.dim == 0 || hdr.m == 0 ||
 		hdr.ivf.dim % hdr.m != 0 || hdr.ksub == 0 || hdr.ksub > GI_PQ_MAX_KSUB ||
-		gi_ivfpq_record_bytes(hdr.m) != s->params.record_bytes ||
+		!gi_ivfpq_code_bits_valid(hdr.code_bits, hdr.ksub) ||
+		gi_ivfpq_record_bytes(hdr.m, hdr.code_bits) != s->params.record_bytes ||
 		bytes != gi_ivfpq_state_size(hdr.ivf.nlists, hdr.ivf.dim, hdr.ksub))
 	{
-		gi_cu_set_error("ivfpq set_state: state of %u lists x %u dimensions, %u sub-spaces of %u entries (%zu bytes) does not fit a store of %u lists and %u-byte records",
-						hdr.ivf.nlists, hdr.ivf.dim, hdr.m, hdr.ksub, bytes,
+		gi_cu_set_error("ivfpq set_state: state of %u lists x %u dimensions, %u sub-spaces of %u entries in %u-bit codes (%zu bytes) does not fit a store of %u lists and %u-byte records",
+						hdr.ivf.nlists, hdr.ivf.dim, hdr.m, hdr.ksub, hdr.code_bits, bytes,
 						s->params.nlists, s->params.record_bytes);
 		return GI_ERR_INVALID;
 	}
@@ -101,6 +102,7 @@ gi_cu_ivfpq_set_state(gi_store *s, const void *state, size_t bytes)
 	pq->ivf.metric = (gi_metric) hdr.ivf.metric;
 	pq->m = hdr.m;
 	pq->ksub = hdr.ksub;
+	pq->code_bits = hdr.code_bits;
 	pq->dsub = hdr.ivf.dim / hdr.m;
 	pq->smem_optin = (size_t) optin;
 	nbook = (size_t) hdr.ksub * hdr.ivf.dim;

@@ -18,6 +18,7 @@ struct gi_cu_ivfpq
 	gi_cu_ivf	ivf;			/* dim, metric, centroids, search scratch */
 	uint32_t	m;				/* sub-spaces */
 	uint32_t	ksub;			/* entries per codebook */
+	uint32_t	code_bits;		/* bits of one code in a record: 4 or 8 */
 	uint32_t	dsub;			/* dim / m */
 	size_t		smem_optin;		/* the device's shared memory per block, opted in */
 	float	   *d_books;		/* [m * ksub * dsub], uploaded by set_state */

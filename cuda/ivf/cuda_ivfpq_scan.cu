@@ -13,7 +13,7 @@
  * thread) while the block fills the table (in shared memory when it fits,
  * else in a global slice per block); then
  * each warp scores a queued slab, lane i slot i, bitmap first (empty slabs
- * skipped), one coalesced load per 4 code bytes, keys read only for valid
+ * skipped), one coalesced load per code word (4 or 8 codes), keys read only for valid
  * slots.  The selective modes (cuda_pq_select.cuh) are the same kernel
  * with the table turned into rewards before the slabs are scored.
  *
@@ -39,6 +39,7 @@
  * table values in sub-space order; a code outside the codebook makes the
  * host's sum NaN, so +Inf here.
  */
+template <uint32_t BITS>
 __device__ __forceinline__ float
 gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W,
 					const float *lut, double base, double qn, uint32_t lane)
@@ -46,7 +47,7 @@ gi_pq_slot_distance(int metric, const gi_pq_args &g, const uint32_t *data, uint3
 	double		acc = base;
 	bool		bad = false;
 
-	gi_pq_slot_codes(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
+	gi_pq_slot_codes<BITS>(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
 		if (code < g.ksub)
 			acc = __dadd_rn(acc, (double) lut[(size_t) sub * g.ksub + code]);
 		else
@@ -81,7 +82,7 @@ gi_pq_dir_queue(const gi_pq_args &g, uint32_t l, uint32_t from, uint32_t *queue,
 }
 
 /* one warp scores one slab of the current list (SEL: from the list's rewards) */
-template <bool APPEND, bool SEL>
+template <bool APPEND, bool SEL, uint32_t BITS>
 __device__ __forceinline__ void
 gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint32_t q,
 				const float *lut, double base, double qn, const gi_pq_sel_sums &ss,
@@ -98,10 +99,10 @@ gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint3
 		return;					/* warp-uniform */
 	data = gi_slab_data(a.slabs, slab);
 	if (SEL)
-		d = gi_pq_sel_slot(a.metric, g, data, a.W, (const uint32_t *) lut, ss.sum_tau, ss.unit,
+		d = gi_pq_sel_slot<BITS>(a.metric, g, data, a.W, (const uint32_t *) lut, ss.sum_tau, ss.unit,
 						   base, qn, lane);
 	else
-		d = gi_pq_slot_distance(a.metric, g, data, a.W, lut, base, qn, lane);
+		d = gi_pq_slot_distance<BITS>(a.metric, g, data, a.W, lut, base, qn, lane);
 	valid = gi_slot_live(bm, lane);
 	if (valid)
 		key = gi_slot_key(data, a.W, lane);
@@ -117,7 +118,7 @@ gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint3
  * when appending), the slab queue, then the table unless g.glut (SEL: with
  * the per-sub-space values after it, cuda_pq_select.cuh).
  */
-template <bool APPEND, bool SEL>
+template <bool APPEND, bool SEL, uint32_t BITS>
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
 gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 {
@@ -209,7 +210,7 @@ gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 				uint32_t	i = b + warp;
 
 				if (i < nq)
-					gi_pq_scan_slab<APPEND, SEL>(a, g, queue[i], q, lut, base, qn, ss, ts, sd, sk);
+					gi_pq_scan_slab<APPEND, SEL, BITS>(a, g, queue[i], q, lut, base, qn, ss, ts, sd, sk);
 				if (!APPEND && gi_topk_need_flush(ts, a.cap))
 					gi_topk_flush(ts, sd, sk, a.cap, a.k);
 			}
@@ -262,13 +263,16 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 	uint32_t	per_launch = units;
 	uint32_t	u0;
 	void		(*kernel) (gi_scan_args, gi_pq_args) =
-		sel ? gi_k_pq_scan<APPEND, true> : gi_k_pq_scan<APPEND, false>;
+		pq->code_bits == 4 ?
+		(sel ? gi_k_pq_scan<APPEND, true, 4> : gi_k_pq_scan<APPEND, false, 4>) :
+		(sel ? gi_k_pq_scan<APPEND, true, 8> : gi_k_pq_scan<APPEND, false, 8>);
 
 	g.cent = pq->ivf.d_cent;
 	g.books = pq->d_books;
 	g.glut = NULL;
 	g.m = pq->m;
 	g.ksub = pq->ksub;
+	g.code_bits = pq->code_bits;
 	g.dsub = pq->dsub;
 	/* the kernel's static shared memory counts against the limit too */
 	g.resid = 0;

@@ -27,7 +27,8 @@ gi_pq_sel_table_floats(uint32_t m, uint32_t ksub)
 	return (size_t) m * ksub + 3 * (size_t) m;
 }
 
-/* the rank of slot `lane` of a slab from its codes' rewards */
+/* the rank of slot `lane` of a slab from its BITS-bit codes' rewards */
+template <uint32_t BITS>
 __device__ __forceinline__ float
 gi_pq_sel_slot(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W,
 			   const uint32_t *reward, double sum_tau, double unit, double qc,
@@ -35,7 +36,7 @@ gi_pq_sel_slot(int metric, const gi_pq_args &g, const uint32_t *data, uint32_t W
 {
 	uint32_t	acc = 0;
 
-	gi_pq_slot_codes(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
+	gi_pq_slot_codes<BITS>(g, data, W, lane, [&] (uint32_t sub, uint32_t code) {
 		if (code < g.ksub)
 			acc += reward[(size_t) sub * g.ksub + code];
 	});

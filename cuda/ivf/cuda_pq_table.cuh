@@ -25,6 +25,7 @@ struct gi_pq_args
 	uint32_t	m;
 	uint32_t	ksub;
 	uint32_t	dsub;
+	uint32_t	code_bits;		/* 4 or 8 (gi_kind_ivfpq.h) */
 	uint32_t	unit0;			/* unit of the launch's block 0 */
 	uint32_t	resid;			/* 1: the block stages the query (L2: q - c) in shared memory */
 	/* the store's slab directory (cuda_slabdir.h), or NULL: walk the chains */
@@ -111,20 +112,24 @@ gi_pq_lut_entry_staged(int metric, const gi_pq_args &g, const double *rd, uint32
 	return __double2float_rn(acc);
 }
 
-/* code words of a slot read before any is used (m <= 4 * this) */
+/* code words of a slot read before any is used */
 #define GI_PQ_WORDS_AHEAD	16
 
 /*
  * visit(s, code) for each code of slot `lane` of a slab, in sub-space
- * order: word w of the slot holds the codes of sub-spaces 4w .. 4w+3.  Up
- * to GI_PQ_WORDS_AHEAD words are loaded before the first visit, so that
- * their loads overlap.
+ * order, with BITS-bit codes: word w of the slot holds the 32 / BITS codes
+ * from sub-space w * 32 / BITS on, from its low bits up.  Up to
+ * GI_PQ_WORDS_AHEAD words are loaded before the first visit, so that their
+ * loads overlap.  The kernels are instantiated per code width (BITS is
+ * g.code_bits).
  */
-template <typename V>
+template <uint32_t BITS, typename V>
 __device__ __forceinline__ void
 gi_pq_slot_codes(const gi_pq_args &g, const uint32_t *data, uint32_t W, uint32_t lane,
 				 V visit)
 {
+	constexpr uint32_t per = 32 / BITS;
+	constexpr uint32_t mask = (1u << BITS) - 1u;
 	const unsigned int *p = gi_slot_payload(data, lane);
 
 	if (W <= GI_PQ_WORDS_AHEAD)
@@ -137,14 +142,14 @@ gi_pq_slot_codes(const gi_pq_args &g, const uint32_t *data, uint32_t W, uint32_t
 #pragma unroll
 		for (uint32_t w = 0; w < GI_PQ_WORDS_AHEAD; w++)
 		{
-			const uint32_t nb = w < W ? (g.m - w * 4 < 4 ? g.m - w * 4 : 4) : 0;
+			const uint32_t nb = w < W ? (g.m - w * per < per ? g.m - w * per : per) : 0;
 
 #pragma unroll
-			for (uint32_t j = 0; j < 4; j++)
+			for (uint32_t j = 0; j < per; j++)
 			{
 				if (j >= nb)
 					break;
-				visit(w * 4 + j, (ahead[w] >> (8 * j)) & 0xFFu);
+				visit(w * per + j, (ahead[w] >> (BITS * j)) & mask);
 			}
 		}
 		return;
@@ -152,10 +157,10 @@ gi_pq_slot_codes(const gi_pq_args &g, const uint32_t *data, uint32_t W, uint32_t
 	for (uint32_t w = 0; w < W; w++)
 	{
 		const uint32_t word = __ldcg(p + GI_SLAB_WORD(w));
-		const uint32_t nb = g.m - w * 4 < 4 ? g.m - w * 4 : 4;
+		const uint32_t nb = g.m - w * per < per ? g.m - w * per : per;
 
 		for (uint32_t j = 0; j < nb; j++)
-			visit(w * 4 + j, (word >> (8 * j)) & 0xFFu);
+			visit(w * per + j, (word >> (BITS * j)) & mask);
 	}
 }
 

@@ -6,9 +6,12 @@
  *
  * The dim dimensions are split into m sub-spaces of dsub = dim / m
  * consecutive dimensions; each sub-space has a codebook of ksub entries
- * (ksub <= 256).  A record is m code bytes, one per sub-space, padded with
- * zeros to record_bytes = gi_ivfpq_record_bytes(m).  For the cosine metric
- * the vectors are scaled to unit length before their residual is taken.
+ * (ksub <= 256).  A record is m codes of code_bits bits each (8: one byte
+ * a sub-space; 4, for ksub <= 16: two a byte), packed from the low bits
+ * up, so that 32-bit word w holds sub-spaces w * (32 / code_bits) onward,
+ * padded with zeros to record_bytes = gi_ivfpq_record_bytes(m, code_bits).
+ * For the cosine metric the vectors are scaled to unit length before their
+ * residual is taken.
  *
  * State (set_state, once per store): a gi_ivfpq_state, then the nlists *
  * dim centroids, then the m * ksub * dsub codebook floats (sub-space
@@ -17,7 +20,7 @@
  * floats, as for IVF.
  *
  * Distances (asymmetric: the query is exact, the record its code): with
- * c the list's centroid and e_j the entry of code byte j,
+ * c the list's centroid and e_j the entry of code j,
  *	L2:		sum_j |q_j - c_j - e_j|^2
  *	IP:		-(q.c + sum_j q_j.e_j)
  *	cosine:	1 - (q.c + sum_j q_j.e_j) / |q|	(+Inf for a zero query)
@@ -28,6 +31,8 @@
  */
 #ifndef GI_KIND_IVFPQ_H
 #define GI_KIND_IVFPQ_H
+
+#include <string.h>
 
 #include "gi_kind_ivf.h"
 
@@ -43,13 +48,42 @@ typedef struct gi_ivfpq_state
 	gi_ivf_state ivf;			/* dim, metric, nlists: as for IVF */
 	uint32_t	m;				/* sub-spaces; divides dim */
 	uint32_t	ksub;			/* entries per codebook, 1..GI_PQ_MAX_KSUB */
+	uint32_t	code_bits;		/* bits of one code: 8, or 4 when ksub <= 16 */
+	uint32_t	pad;
 	/* float centroids[nlists * dim], float codebooks[m * ksub * dsub] follow */
 } gi_ivfpq_state;
 
-static inline uint32_t
-gi_ivfpq_record_bytes(uint32_t m)
+/* code widths a record may use for ksub entries */
+static inline bool
+gi_ivfpq_code_bits_valid(uint32_t code_bits, uint32_t ksub)
 {
-	return (m + 3) & ~(uint32_t) 3;
+	return code_bits == 8 || (code_bits == 4 && ksub <= 16);
+}
+
+/* bytes of a record of m codes of code_bits bits, padded to 32-bit words */
+static inline uint32_t
+gi_ivfpq_record_bytes(uint32_t m, uint32_t code_bits)
+{
+	return (uint32_t) (((uint64_t) m * code_bits + 31) / 32) * 4;
+}
+
+/* code of sub-space s in a packed record */
+static inline uint32_t
+gi_pq_code_get(const uint8_t *code, uint32_t s, uint32_t code_bits)
+{
+	if (code_bits == 4)
+		return (code[s / 2] >> (4 * (s % 2))) & 0xFu;
+	return code[s];
+}
+
+/* set the code of sub-space s in a packed record whose bits there are zero */
+static inline void
+gi_pq_code_put(uint8_t *code, uint32_t s, uint32_t code_bits, uint32_t entry)
+{
+	if (code_bits == 4)
+		code[s / 2] |= (uint8_t) ((entry & 0xFu) << (4 * (s % 2)));
+	else
+		code[s] = (uint8_t) entry;
 }
 
 static inline size_t
@@ -115,12 +149,14 @@ gi_ivfpq_mode_valid(const gi_ivfpq_search_params *p)
 
 /*
  * The code of a residual: per sub-space the entry nearest in squared L2
- * (summed in double, lowest entry on ties).  code gets m bytes.
+ * (summed in double, lowest entry on ties).  code gets the packed record
+ * (gi_ivfpq_record_bytes(m, code_bits) bytes, zeroed here).
  */
 static inline void
 gi_pq_encode(const float *codebooks, uint32_t m, uint32_t ksub, uint32_t dsub,
-			 const float *residual, uint8_t *code)
+			 uint32_t code_bits, const float *residual, uint8_t *code)
 {
+	memset(code, 0, gi_ivfpq_record_bytes(m, code_bits));
 	for (uint32_t s = 0; s < m; s++)
 	{
 		const float *book = codebooks + (size_t) s * ksub * dsub;
@@ -144,7 +180,7 @@ gi_pq_encode(const float *codebooks, uint32_t m, uint32_t ksub, uint32_t dsub,
 				bestc = c;
 			}
 		}
-		code[s] = (uint8_t) bestc;
+		gi_pq_code_put(code, s, code_bits, bestc);
 	}
 }
 

@@ -23,6 +23,7 @@
 static uint32_t pq_dim;
 static uint32_t pq_m;
 static uint32_t pq_ksub;
+static uint32_t pq_bits = 8;	/* code width of the stores pq_pair and pq_diff open */
 
 /* the search mode of pq_search (the IVF part is filled per call) */
 static gi_ivfpq_search_params pq_mode = {.mode = GI_PQ_SEARCH_LUT, .select = 16, .scale = 1.0f};
@@ -67,6 +68,7 @@ pq_open(pair *p, rng *r)
 	st->ivf.nlists = p->nlists;
 	st->m = pq_m;
 	st->ksub = pq_ksub;
+	st->code_bits = pq_bits;
 	for (i = 0; i < n; i++)
 		f[i] = rfloat(r);
 	/* codebook entries smaller than the centroids' spread */
@@ -128,12 +130,14 @@ pq_ref_distance(const gi_ivfpq_state *st, gi_metric m, const float *q, uint32_t 
 		}
 	for (s = 0; s < st->m; s++)
 	{
+		/* 4-bit codes: sub-space s in byte s / 2, the low half first */
+		uint32_t	ent = st->code_bits == 4 ? (code[s / 2] >> (s % 2 ? 4 : 0)) & 0xFu : code[s];
 		const float *e;
 		double		t = 0.0;
 
-		if (code[s] >= st->ksub)
+		if (ent >= st->ksub)
 			return INFINITY;
-		e = books + ((size_t) s * st->ksub + code[s]) * dsub;
+		e = books + ((size_t) s * st->ksub + ent) * dsub;
 		for (j = 0; j < dsub; j++)
 		{
 			uint32_t	x = s * dsub + j;
@@ -307,7 +311,7 @@ pq_pair(pair *p, uint32_t nlists, uint32_t dim, uint32_t m, uint32_t ksub, rng *
 	pq_m = m;
 	pq_ksub = ksub;
 	cfg.nlists = nlists;
-	cfg.words = gi_ivfpq_record_bytes(m) / 4;
+	cfg.words = gi_ivfpq_record_bytes(m, pq_bits) / 4;
 	cfg.key_mode = GI_KEYS_UNIQUE;
 	cfg.kind = &pq_kind;
 	return pair_open(p, &cfg, r);
@@ -359,8 +363,8 @@ pq_fill(pair *p, rng *r, uint32_t n, uint32_t used, uint64_t key0, const char *w
 		}
 		for (j = 0; j < dim; j++)
 			res[j] = v[j] - cent[(size_t) best * dim + j];
-		gi_pq_encode(gi_ivfpq_state_codebooks(st), st->m, st->ksub, dim / st->m, res,
-					 codes + (size_t) i * rb);
+		gi_pq_encode(gi_ivfpq_state_codebooks(st), st->m, st->ksub, dim / st->m,
+					 st->code_bits, res, codes + (size_t) i * rb);
 		lists[i] = best;
 		keys[i] = key0 + i;
 	}
@@ -434,6 +438,7 @@ test_pq_invalid(void)
 	st->ivf.nlists = 3;
 	st->m = 4;
 	st->ksub = 4;
+	st->code_bits = 8;
 	both_invalid(HK->set_state(hs, NULL, bytes), CK->set_state(cs, NULL, bytes), "NULL state");
 	both_invalid(HK->set_state(hs, st, 8), CK->set_state(cs, st, 8), "state shorter than its header");
 	both_invalid(HK->set_state(hs, st, bytes - 4), CK->set_state(cs, st, bytes - 4),
@@ -453,12 +458,30 @@ test_pq_invalid(void)
 	st->m = 0;
 	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "m 0");
 	st->m = 4;
+	st->code_bits = 0;
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "code width 0");
+	st->code_bits = 5;
+	both_invalid(HK->set_state(hs, st, bytes), CK->set_state(cs, st, bytes), "code width 5");
+	st->code_bits = 4;
+	st->m = 8;					/* eight 4-bit codes: one word, the store's record */
+	EXPECT(HK->set_state(hs, st, bytes) == GI_OK && CK->set_state(cs, st, bytes) == GI_OK,
+		   "4-bit codes filling the record: %s", C->last_error());
+	st->m = 4;					/* four 4-bit codes: also one word */
+	EXPECT(HK->set_state(hs, st, bytes) == GI_OK && CK->set_state(cs, st, bytes) == GI_OK,
+		   "4-bit codes padded: %s", C->last_error());
+	st->code_bits = 8;
 	st->ksub = 0;
 	both_invalid(HK->set_state(hs, st, gi_ivfpq_state_size(3, 8, 0)),
 				 CK->set_state(cs, st, gi_ivfpq_state_size(3, 8, 0)), "ksub 0");
 	st->ksub = GI_PQ_MAX_KSUB + 1;
 	both_invalid(HK->set_state(hs, st, gi_ivfpq_state_size(3, 8, st->ksub)),
 				 CK->set_state(cs, st, gi_ivfpq_state_size(3, 8, st->ksub)), "ksub 257");
+	st->ksub = 17;
+	st->code_bits = 4;
+	both_invalid(HK->set_state(hs, st, gi_ivfpq_state_size(3, 8, st->ksub)),
+				 CK->set_state(cs, st, gi_ivfpq_state_size(3, 8, st->ksub)),
+				 "17 entries in 4-bit codes");
+	st->code_bits = 8;
 	st->ksub = 4;
 	st->ivf.dim = 0;
 	both_invalid(HK->set_state(hs, st, gi_ivfpq_state_size(3, 0, 4)),
@@ -588,6 +611,46 @@ static void
 test_pq_odd_m(void)
 {
 	pq_metrics(30, 5, 16, 37);
+}
+
+/*
+ * 4-bit codes, two a byte: a whole number of words, and an odd m with a
+ * padded last word; then the selective modes over them.
+ */
+static void
+test_pq_4bit(void)
+{
+	static const gi_ivfpq_search_params modes[] = {
+		{.mode = GI_PQ_SEARCH_JUNO, .select = 4, .scale = 1.0f},
+		{.mode = GI_PQ_SEARCH_HITS, .select = 8, .scale = 1.5f},
+	};
+	pair		p;
+	rng			r = {67};
+	float	   *qs;
+
+	pq_bits = 4;
+	pq_metrics(32, 16, 16, 71);
+	pq_metrics(30, 15, 12, 73);
+	if (pq_pair(&p, 20, 32, 16, 16, &r))
+	{
+		pq_fill(&p, &r, (uint32_t) scaled(4000), 18, 1000, "fill");
+		pq_delete_every(&p, (uint32_t) scaled(4000), 1000, 3, "delete a third");
+		qs = pq_random_queries(&p, &r, 200);
+		for (size_t mo = 0; mo < sizeof(modes) / sizeof(modes[0]); mo++)
+		{
+			pq_mode = modes[mo];
+			for (int mi = 0; mi < 3; mi++)
+			{
+				pq_compare_search(&p, (gi_metric) mi, 200, qs, 5, 10, "4-bit, selective");
+				pq_compare_search(&p, (gi_metric) mi, 4, qs, 20, 1500,
+								  "4-bit, selective, large k");
+			}
+		}
+		pq_mode.mode = GI_PQ_SEARCH_LUT;
+		free(qs);
+		pair_close(&p);
+	}
+	pq_bits = 8;
 }
 
 /*
@@ -723,7 +786,7 @@ pq_diff(uint32_t nlists, uint32_t dim, uint32_t m, uint32_t ksub, int ops, uint6
 	pq_m = m;
 	pq_ksub = ksub;
 	cfg.store.nlists = nlists;
-	cfg.store.words = gi_ivfpq_record_bytes(m) / 4;
+	cfg.store.words = gi_ivfpq_record_bytes(m, pq_bits) / 4;
 	cfg.store.key_mode = GI_KEYS_UNIQUE;
 	cfg.store.kind = &pq_kind;
 	cfg.keyspace = 5000;
@@ -746,6 +809,16 @@ test_pq_diff_small_books(void)
 	pq_diff(7, 12, 6, 200, scaled(250), 53);
 }
 
+/* 4-bit codes over arbitrary words: codes past 12 entries, junk in the padding */
+static void
+test_pq_diff_4bit(void)
+{
+	pq_bits = 4;
+	pq_diff(16, 24, 12, 16, scaled(250), 79);
+	pq_diff(7, 12, 3, 12, scaled(250), 83);
+	pq_bits = 8;
+}
+
 /* the same with the scan taking the slab directory, rebuilt at every change */
 static void
 test_pq_diff_dir(void)
@@ -758,6 +831,9 @@ test_pq_diff_dir(void)
 	cu_ivf_scan(GI_CU_SCAN_DIR);
 	pq_diff(16, 24, 8, 256, scaled(250), 59);
 	pq_diff(7, 12, 6, 200, scaled(120), 61);
+	pq_bits = 4;
+	pq_diff(16, 24, 12, 16, scaled(120), 89);
+	pq_bits = 8;
 	cu_ivf_scan(GI_CU_SCAN_AUTO);
 }
 
@@ -765,11 +841,13 @@ static const test_case ivfpq_tests[] = {
 	{"ivfpq: invalid arguments and empty stores", test_pq_invalid, false},
 	{"ivfpq: metrics, probes, k, empty lists, deletes", test_pq_metrics, false},
 	{"ivfpq: odd m, small codebooks", test_pq_odd_m, false},
+	{"ivfpq: 4-bit codes, two a byte", test_pq_4bit, false},
 	{"ivfpq: tables in global memory", test_pq_global_lut, false},
 	{"ivfpq: selective modes (juno, hits) equal the host", test_pq_selective, false},
 	{"ivfpq: set_state replaces codebooks and metric", test_pq_set_state, false},
 	{"ivfpq: random differential", test_pq_diff, false},
 	{"ivfpq: random differential, codes past the codebook", test_pq_diff_small_books, false},
+	{"ivfpq: random differential, 4-bit codes", test_pq_diff_4bit, false},
 	{"ivfpq: random differential, slab directory", test_pq_diff_dir, false},
 };
 

@@ -10,7 +10,7 @@ that the codes are the nearest entries of each row's residual, and prints the
 recall against exact search.  Prints "ok"/"FAILED" lines; exits non-zero on a
 failure.
 
-With a second argument FILE it also leaves an index pq_keep with a row
+With a second argument FILE it also leaves an index pq_keep (4-bit codes) with a row
 inserted after its build and writes its answers to FILE; run again with
 "--after-restart FILE" (after the server restarted) it checks that the index
 answers the same, reloaded from its pages (codebooks included).
@@ -155,7 +155,7 @@ def after_restart(dsn, path):
 
 def keep_index(conn, queries, path):
     conn.execute("CREATE INDEX pq_keep ON pq_items USING gpuivf (v real_l2_ops) "
-                 "WITH (lists = 12, quantizer = 'pq')")
+                 "WITH (lists = 12, quantizer = 'pq', pq_bits = 4)")
     conn.execute("INSERT INTO pq_items VALUES (99999, %s)", (vec(queries[0] + 0.01),))
     conn.execute("SET gpuivf.probes = 12")
     before = keep_answers(conn, queries)
@@ -190,6 +190,11 @@ def main(dsn, keep=None):
         run_metric(conn, "ip", "real_ip_ops", "lists = 12, quantizer = 'pq', pq_m = 4, pq_bits = 6",
                    data, queries)
         run_metric(conn, "cosine", "real_cosine_ops", "lists = 12, quantizer = 'pq', pq_m = 16",
+                   data, queries)
+        # 4-bit codes, two a byte: eight of them fill a word, sixteen two
+        run_metric(conn, "l2", "real_l2_ops", "lists = 12, quantizer = 'pq', pq_bits = 4",
+                   data, queries)
+        run_metric(conn, "ip", "real_ip_ops", "lists = 12, quantizer = 'pq', pq_m = 16, pq_bits = 4",
                    data, queries)
         if keep:
             keep_index(conn, queries, keep)

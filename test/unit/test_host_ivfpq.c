@@ -143,9 +143,8 @@ ref_threshold(gi_metric metric, const float *q, const float *books, uint32_t ksu
 }
 
 /*
- * A selective mode's estimate of every record of list l (code bytes of
- * record i at codes + i * rb) into dist[], and how far the integer
- * rewards may move it (tol).
+ * A selective mode's estimate of a record with entries code[0 .. m) into
+ * *dist, and how far the integer rewards may move it (tol).
  */
 static void
 ref_selective(gi_metric metric, const ref_mode *mo, const float *q, const float *c,
@@ -249,16 +248,37 @@ ref_probe(gi_metric metric, const float *cent, const float *q, uint32_t probes,
 		probed[l[i].key] = true;
 }
 
+/*
+ * The store's record of entries ent[0 .. m), written here by hand: one
+ * byte a sub-space, or for 4-bit codes sub-space s in byte s / 2, the low
+ * half first; zeros after the last code.
+ */
 static void
-run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref_mode *mo)
+pack_record(const uint8_t *ent, uint32_t m, uint32_t code_bits, uint8_t *rec)
+{
+	for (uint32_t s = 0; s < m; s++)
+	{
+		if (code_bits == 8)
+			rec[s] = ent[s];
+		else if (s % 2 == 0)
+			rec[s / 2] = ent[s];
+		else
+			rec[s / 2] |= (uint8_t) (ent[s] << 4);
+	}
+}
+
+static void
+run_mode_bits(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t code_bits,
+			  uint32_t probes, const ref_mode *mo)
 {
 	uint32_t	dsub = DIM / m;
 	size_t		bytes = gi_ivfpq_state_size(NLISTS, DIM, ksub);
 	gi_ivfpq_state *st = calloc(1, bytes);
 	float	   *cent = (float *) (st + 1);
 	float	   *books = cent + NLISTS * DIM;
-	uint32_t	rb = gi_ivfpq_record_bytes(m);
+	uint32_t	rb = gi_ivfpq_record_bytes(m, code_bits);
 	uint8_t    *codes = calloc(NREC, rb);
+	uint8_t    *ents = calloc(NREC, m);
 	uint32_t   *lists = malloc(sizeof(uint32_t) * NREC);
 	uint64_t   *keys = malloc(sizeof(uint64_t) * NREC);
 	gi_store_params sp = {.nlists = NLISTS, .record_bytes = rb, .key_mode = GI_KEYS_UNIQUE};
@@ -276,18 +296,22 @@ run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref
 	st->ivf.nlists = NLISTS;
 	st->m = m;
 	st->ksub = ksub;
+	st->code_bits = code_bits;
+	assert_int_equal(rb, code_bits == 8 ? (m + 3) / 4 * 4 : (m + 7) / 8 * 4);
 	for (uint32_t i = 0; i < NLISTS * DIM; i++)
 		cent[i] = 3.0f * rng_float();
 	for (uint32_t i = 0; i < ksub * DIM; i++)
 		books[i] = rng_float();
 	assert_int_equal(ops->store_create(&sp, &s), GI_OK);
-	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
+	if (kind->set_state(s, st, bytes) != GI_OK)
+		fail_msg("%s", ops->last_error());
 	for (uint32_t i = 0; i < NREC; i++)
 	{
 		lists[i] = rng_below(NLISTS);
 		keys[i] = 1000 + i;
 		for (uint32_t j = 0; j < m; j++)
-			codes[(size_t) i * rb + j] = (uint8_t) rng_below(ksub);
+			ents[(size_t) i * m + j] = (uint8_t) rng_below(ksub);
+		pack_record(ents + (size_t) i * m, m, code_bits, codes + (size_t) i * rb);
 	}
 	assert_int_equal(ops->store_insert(s, NREC, lists, keys, codes, NULL), GI_OK);
 	/* a deleted record never comes back */
@@ -314,7 +338,7 @@ run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref
 				double		tol;
 
 				ref_selective(metric, mo, q, cent + lists[i] * DIM, books, m, ksub,
-							  codes + (size_t) i * rb, &ref[nref].dist, &tol);
+							  ents + (size_t) i * m, &ref[nref].dist, &tol);
 				if (tol > maxtol)
 					maxtol = tol;
 			}
@@ -323,7 +347,7 @@ run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref
 				for (uint32_t s2 = 0; s2 < m; s2++)
 					for (uint32_t j = 0; j < dsub; j++)
 						x[s2 * dsub + j] = (double) cent[lists[i] * DIM + s2 * dsub + j] +
-							books[((size_t) s2 * ksub + codes[(size_t) i * rb + s2]) * dsub + j];
+							books[((size_t) s2 * ksub + ents[(size_t) i * m + s2]) * dsub + j];
 				ref[nref].dist = ref_distance(metric, q, x);
 			}
 			ref[nref].key = keys[i];
@@ -348,7 +372,17 @@ run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref
 	free(keys);
 	free(lists);
 	free(codes);
+	free(ents);
 	free(st);
+}
+
+/* one byte a code; and, for up to 16 entries, the packed 4-bit codes too */
+static void
+run_mode(gi_metric metric, uint32_t m, uint32_t ksub, uint32_t probes, const ref_mode *mo)
+{
+	run_mode_bits(metric, m, ksub, 8, probes, mo);
+	if (ksub <= 16)
+		run_mode_bits(metric, m, ksub, 4, probes, mo);
 }
 
 static const ref_mode lut = {GI_PQ_SEARCH_LUT, 16, 1.0f};
@@ -360,6 +394,9 @@ test_pq_l2(void **state)
 	rng_seed(41);
 	run_mode(GI_METRIC_L2, 6, 256, 3, &lut);
 	run_mode(GI_METRIC_L2, 12, 16, NLISTS, &lut);
+	/* an odd number of 4-bit codes, the last word part empty */
+	run_mode(GI_METRIC_L2, 3, 8, NLISTS, &lut);
+	run_mode(GI_METRIC_L2, 6, 16, 2, &lut);
 }
 
 static void
@@ -369,6 +406,8 @@ test_pq_ip_cosine(void **state)
 	rng_seed(42);
 	run_mode(GI_METRIC_IP, 4, 64, 2, &lut);
 	run_mode(GI_METRIC_COSINE, 3, 256, NLISTS, &lut);
+	run_mode(GI_METRIC_IP, 12, 16, 2, &lut);
+	run_mode(GI_METRIC_COSINE, 6, 16, NLISTS, &lut);
 }
 
 /* JUNO's threshold search and its hit counts, every metric, several selections */
@@ -391,6 +430,7 @@ test_pq_selective(void **state)
 		run_mode(GI_METRIC_L2, 12, 16, NLISTS, &modes[i]);
 		run_mode(GI_METRIC_IP, 4, 64, 2, &modes[i]);
 		run_mode(GI_METRIC_COSINE, 3, 256, NLISTS, &modes[i]);
+		run_mode(GI_METRIC_IP, 4, 16, 2, &modes[i]);
 	}
 }
 
@@ -405,15 +445,34 @@ test_pq_encode(void **state)
 		5, 5, -1, -1, 2, 2, 3, 3,
 	};
 	float		r[4] = {0.9f, 0.1f, 2.4f, 2.6f};
-	uint8_t		code[2];
+	uint8_t		code[4];
 
 	(void) state;
-	gi_pq_encode(books, 2, 4, 2, r, code);
+	memset(code, 0xAB, sizeof(code));
+	gi_pq_encode(books, 2, 4, 2, 8, r, code);
 	assert_int_equal(code[0], 1);	/* entry 3 equals entry 1: the lower wins */
 	assert_int_equal(code[1], 2);	/* (2.4, 2.6) is as near (2,2) as (3,3) */
-	assert_int_equal(gi_ivfpq_record_bytes(1), 4);
-	assert_int_equal(gi_ivfpq_record_bytes(8), 8);
-	assert_int_equal(gi_ivfpq_record_bytes(9), 12);
+	assert_int_equal(code[2], 0);	/* the padding is zeroed */
+	assert_int_equal(code[3], 0);
+	/* 4-bit codes: sub-space 0 in the low half of byte 0, 1 in its high half */
+	memset(code, 0xAB, sizeof(code));
+	gi_pq_encode(books, 2, 4, 2, 4, r, code);
+	assert_int_equal(code[0], 0x21);
+	assert_int_equal(code[1], 0);
+	assert_int_equal(code[3], 0);
+	assert_int_equal(gi_pq_code_get(code, 0, 4), 1);
+	assert_int_equal(gi_pq_code_get(code, 1, 4), 2);
+	assert_int_equal(gi_ivfpq_record_bytes(1, 8), 4);
+	assert_int_equal(gi_ivfpq_record_bytes(8, 8), 8);
+	assert_int_equal(gi_ivfpq_record_bytes(9, 8), 12);
+	assert_int_equal(gi_ivfpq_record_bytes(1, 4), 4);
+	assert_int_equal(gi_ivfpq_record_bytes(8, 4), 4);
+	assert_int_equal(gi_ivfpq_record_bytes(9, 4), 8);
+	assert_int_equal(gi_ivfpq_record_bytes(64, 4), 32);
+	assert_true(gi_ivfpq_code_bits_valid(4, 16));
+	assert_false(gi_ivfpq_code_bits_valid(4, 32));
+	assert_false(gi_ivfpq_code_bits_valid(2, 4));
+	assert_true(gi_ivfpq_code_bits_valid(8, 256));
 }
 
 /* states that do not fit the store are refused */
@@ -421,7 +480,7 @@ static void
 test_pq_bad_state(void **state)
 {
 	size_t		bytes = gi_ivfpq_state_size(2, 8, 16);
-	gi_ivfpq_state *st = calloc(1, bytes);
+	gi_ivfpq_state *st = calloc(1, gi_ivfpq_state_size(2, 8, 32));
 	gi_store_params sp = {.nlists = 2, .record_bytes = 4, .key_mode = GI_KEYS_UNIQUE};
 	gi_store   *s;
 	const gi_kind_ops *kind = ops->kinds[GI_KIND_IVFPQ];
@@ -436,6 +495,7 @@ test_pq_bad_state(void **state)
 	st->ivf.metric = GI_METRIC_L2;
 	st->m = 4;
 	st->ksub = 16;
+	st->code_bits = 8;
 	assert_int_equal(ops->store_create(&sp, &s), GI_OK);
 	assert_int_equal(kind->search(s, &p, 1, q, sizeof(q), 2, hits, &found), GI_ERR_INVALID);
 	st->m = 3;					/* does not divide 8 */
@@ -446,6 +506,18 @@ test_pq_bad_state(void **state)
 	st->ksub = 300;
 	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
 	st->ksub = 16;
+	st->code_bits = 0;
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	st->code_bits = 4;			/* 4 codes of 4 bits fill 2 bytes, padded to 4: fits */
+	st->m = 16;					/* 16 of 4 bits: 8 bytes, the store has 4 */
+	assert_int_equal(kind->set_state(s, st, bytes), GI_ERR_INVALID);
+	st->m = 8;					/* 8 of 4 bits: 4 bytes */
+	assert_int_equal(kind->set_state(s, st, bytes), GI_OK);
+	st->ksub = 32;				/* 32 entries do not fit 4 bits */
+	assert_int_equal(kind->set_state(s, st, gi_ivfpq_state_size(2, 8, 32)), GI_ERR_INVALID);
+	st->ksub = 16;
+	st->m = 4;
+	st->code_bits = 8;
 	assert_int_equal(kind->set_state(s, st, bytes - 4), GI_ERR_INVALID);
 	/* NaN or infinite centroids and codebook values: the first and the last value */
 	((float *) (st + 1))[2 * 8 + 16 * 8 - 1] = NAN;

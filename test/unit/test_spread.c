@@ -406,7 +406,7 @@ run_ivf(gi_kind kind, gi_metric metric, uint32_t nshards)
 	char	   *state = calloc(1, bytes);
 	gi_ivf_state *ivf = (gi_ivf_state *) state;
 	float	   *cent = (float *) (state + (pq ? sizeof(gi_ivfpq_state) : sizeof(gi_ivf_state)));
-	uint32_t	rb = pq ? gi_ivfpq_record_bytes(m) : dim * sizeof(float);
+	uint32_t	rb = pq ? gi_ivfpq_record_bytes(m, 8) : dim * sizeof(float);
 	gi_store_params params = {.nlists = nlists, .record_bytes = rb, .key_mode = GI_KEYS_UNIQUE};
 	uint32_t   *lists = malloc(sizeof(uint32_t) * n);
 	uint64_t   *keys = malloc(sizeof(uint64_t) * n);
@@ -423,6 +423,7 @@ run_ivf(gi_kind kind, gi_metric metric, uint32_t nshards)
 	{
 		((gi_ivfpq_state *) state)->m = m;
 		((gi_ivfpq_state *) state)->ksub = ksub;
+		((gi_ivfpq_state *) state)->code_bits = 8;
 		for (uint32_t i = 0; i < ksub * dim; i++)
 			cent[nlists * dim + i] = rng_float();
 	}

@@ -69,7 +69,7 @@
 #define GPUIVF_QUANTIZER_FLAT	0	/* the vectors */
 #define GPUIVF_QUANTIZER_PQ		1	/* product-quantizer codes of residuals */
 
-/* pq_bits: codebook entries 2^pq_bits, one code byte per sub-space */
+/* pq_bits: codebook entries 2^pq_bits; codes of 4 bits or less two a byte */
 #define GPUIVF_DEFAULT_PQ_BITS	8
 #define GPUIVF_MIN_PQ_BITS		4
 #define GPUIVF_MAX_PQ_BITS		8
@@ -111,6 +111,9 @@ typedef struct GpuivfMetaPageData
 	uint32		pq_ksub;		/* entries per codebook */
 	BlockNumber codebook_start; /* first codebook page; invalid: no
 								 * codebooks yet (all entries zero) */
+	uint32		pq_code_bits;	/* bits of a code in a record, 4 or 8; 0 in
+								 * indexes built before codes were packed:
+								 * 8 */
 } GpuivfMetaPageData;
 
 typedef GpuivfMetaPageData *GpuivfMetaPage;
@@ -165,6 +168,7 @@ typedef struct GpuivfMeta
 	uint32		quantizer;		/* GPUIVF_QUANTIZER_* */
 	uint32		pq_m;			/* PQ only: sub-spaces */
 	uint32		pq_ksub;		/* PQ only: entries per codebook */
+	uint32		pq_code_bits;	/* PQ only: bits of a code in a record */
 	BlockNumber codebook_start;
 	float4	   *centroids;		/* lists * dim */
 	float4	   *cnorms;			/* lists: centroid norms (for cosine) */
@@ -194,6 +198,7 @@ typedef struct GpuivfQuantizer
 	uint32		quantizer;		/* GPUIVF_QUANTIZER_* */
 	uint32		pq_m;
 	uint32		pq_ksub;
+	uint32		pq_code_bits;	/* 4 when pq_ksub <= 16, else 8 */
 } GpuivfQuantizer;
 
 /* GUCs */

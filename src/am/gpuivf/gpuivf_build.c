@@ -638,6 +638,7 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			bs.pqmeta.quantizer = GPUIVF_QUANTIZER_PQ;
 			bs.pqmeta.pq_m = bs.qz.pq_m;
 			bs.pqmeta.pq_ksub = bs.qz.pq_ksub;
+			bs.pqmeta.pq_code_bits = bs.qz.pq_code_bits;
 			bs.pqmeta.centroids = bs.centroids;
 			bs.pqmeta.cnorms = bs.cnorms;
 			bs.pqmeta.codebooks = bs.codebooks;
@@ -646,7 +647,8 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			pfree(raw);
 	}
 	bs.record_bytes = bs.qz.quantizer == GPUIVF_QUANTIZER_PQ ?
-		gi_ivfpq_record_bytes(bs.qz.pq_m) : (uint32) bs.dim * sizeof(float4);
+		gi_ivfpq_record_bytes(bs.qz.pq_m, bs.qz.pq_code_bits) :
+		(uint32) bs.dim * sizeof(float4);
 	if (bs.lists > 0 && bs.lists < (uint32) bs.lists_opt)
 		ereport(NOTICE,
 				(errmsg("gpuivf index \"%s\" created with %u lists instead of %d",

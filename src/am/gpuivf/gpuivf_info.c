@@ -193,6 +193,7 @@ typedef struct ListCodes
 	ReturnSetInfo *rsinfo;
 	uint32		list;
 	uint32		m;
+	uint32		code_bits;
 } ListCodes;
 
 /* one row of gpuivf_pq_codes, from a copy of the page */
@@ -206,7 +207,7 @@ list_code(void *arg, ItemPointer heaptid, const char *item, Size itemsz)
 	Datum	   *elems = palloc(sizeof(Datum) * lc->m);
 
 	for (uint32 s = 0; s < lc->m; s++)
-		elems[s] = Int32GetDatum((int32) code[s]);
+		elems[s] = Int32GetDatum((int32) gi_pq_code_get(code, s, lc->code_bits));
 	values[0] = Int32GetDatum((int32) lc->list);
 	values[1] = PointerGetDatum(heaptid);
 	values[2] = PointerGetDatum(construct_array(elems, lc->m, INT4OID, sizeof(int32),
@@ -230,6 +231,7 @@ gpuivf_pq_codes(PG_FUNCTION_ARGS)
 	meta.centroids = meta.cnorms = meta.codebooks = NULL;
 	lc.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	lc.m = meta.pq_m;
+	lc.code_bits = meta.pq_code_bits;
 	for (lc.list = 0; lc.list < meta.lists; lc.list++)
 		(void) gi_list_walk(index, gpuivf_list_ref(&meta, lc.list), NULL,
 							list_code, &lc);

@@ -50,6 +50,8 @@ gpuivf_load(Relation index)
 		state->ivf.pad = 0;
 		state->m = meta.pq_m;
 		state->ksub = meta.pq_ksub;
+		state->code_bits = meta.pq_code_bits;
+		state->pad = 0;
 		memcpy(state + 1, cached->centroids, csize);
 		memcpy((char *) (state + 1) + csize, cached->codebooks,
 			   (Size) meta.pq_ksub * meta.dim * sizeof(float4));

@@ -219,6 +219,7 @@ gpuivf_quantizer_option(Relation index, uint32 dim)
 	else
 		q.pq_m = dim % 2 == 0 ? dim / 2 : dim;
 	q.pq_ksub = 1U << (opts && opts->pq_bits != 0 ? opts->pq_bits : GPUIVF_DEFAULT_PQ_BITS);
+	q.pq_code_bits = q.pq_ksub <= 16 ? 4 : 8;
 	if (dim > 0 && (q.pq_m > dim || dim % q.pq_m != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -54,6 +54,7 @@ gpuivf_init_metapage(Page page, uint32 dim, uint32 lists, uint32 requested_lists
 		metap->quantizer = GPUIVF_QUANTIZER_PQ;
 		metap->pq_m = quantizer->pq_m;
 		metap->pq_ksub = quantizer->pq_ksub;
+		metap->pq_code_bits = quantizer->pq_code_bits;
 		metap->codebook_start = codebook_start;
 	}
 
@@ -123,7 +124,7 @@ uint32
 gpuivf_record_bytes(const GpuivfMeta *meta)
 {
 	if (meta->quantizer == GPUIVF_QUANTIZER_PQ)
-		return gi_ivfpq_record_bytes(meta->pq_m);
+		return gi_ivfpq_record_bytes(meta->pq_m, meta->pq_code_bits);
 	return meta->dim * sizeof(float4);
 }
 
@@ -162,13 +163,15 @@ gpuivf_get_meta(Relation index)
 	m.quantizer = metap->quantizer;
 	m.pq_m = metap->pq_m;
 	m.pq_ksub = metap->pq_ksub;
+	m.pq_code_bits = metap->pq_code_bits != 0 ? metap->pq_code_bits : 8;
 	m.codebook_start = metap->codebook_start;
 	UnlockReleaseBuffer(buf);
 
 	if (m.quantizer > GPUIVF_QUANTIZER_PQ ||
 		(m.quantizer == GPUIVF_QUANTIZER_PQ && m.dim > 0 &&
 		 (m.pq_m == 0 || m.dim % m.pq_m != 0 || m.pq_ksub == 0 ||
-		  m.pq_ksub > GI_PQ_MAX_KSUB)))
+		  m.pq_ksub > GI_PQ_MAX_KSUB ||
+		  !gi_ivfpq_code_bits_valid(m.pq_code_bits, m.pq_ksub))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("gpuivf index \"%s\" has a corrupt metapage",
@@ -316,7 +319,12 @@ gpuivf_initialize_lists(Relation index, uint32 dim)
 	metap->quantizer = qz.quantizer;
 	metap->pq_m = qz.pq_m;
 	metap->pq_ksub = qz.pq_ksub;
+	metap->pq_code_bits = qz.pq_code_bits;
 	metap->codebook_start = InvalidBlockNumber;
+	/* a metapage written before the struct grew: cover the new fields */
+	((PageHeader) mpage)->pd_lower =
+		Max(((PageHeader) mpage)->pd_lower,
+			((char *) metap + sizeof(GpuivfMetaPageData)) - (char *) mpage);
 	GenericXLogFinish(state);
 
 	UnlockReleaseBuffer(newbuf);

@@ -161,10 +161,10 @@ static void
 encode_one(const GpuivfMeta *meta, uint32 list, const float4 *vec, float4 *r,
 		   uint8 *record, uint32 rbytes)
 {
-	memset(record, 0, rbytes);
+	Assert(rbytes == gi_ivfpq_record_bytes(meta->pq_m, meta->pq_code_bits));
 	residual(meta->metric, meta->centroids + (Size) list * meta->dim, meta->dim, vec, r);
 	gi_pq_encode(meta->codebooks, meta->pq_m, meta->pq_ksub, meta->dim / meta->pq_m,
-				 r, record);
+				 meta->pq_code_bits, r, record);
 }
 
 /* the record of vec in list: its code, zero-padded to gpuivf_record_bytes */

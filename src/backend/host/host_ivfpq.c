@@ -2,11 +2,11 @@
  * host_ivfpq.c
  *		The IVF-PQ kind on the host: per probed list a look-up table of the
  *		query's distances to every codebook entry, then one table read per
- *		code byte (distances as defined in gi_kind_ivfpq.h).
+ *		code (distances as defined in gi_kind_ivfpq.h).
  *
  * The selective modes (gi_pq_select.h) turn the same table into integer
  * rewards of the entries within each sub-space's threshold and sum a
- * reward per code byte.
+ * reward per code.
  *
  * The lists to probe, the threads and the top-k are host_ivf.c's; this
  * file only scores a list's records (a gi_host_list_scorer).
@@ -154,6 +154,8 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 {
 	const gi_ivfpq_state *st = arg;
 	uint32_t	ksub = st->ksub;
+	uint32_t	cbits = st->code_bits;
+	uint32_t	per = 32 / cbits;
 	gi_host_pq_cache *cache = gi_host_pq_cache_at(lut, (size_t) st->m * ksub);
 	double		base = gi_host_pq_lut(st, q, list, lut,
 									 !gi_host_pq_cached(cache, st->ivf.metric, q));
@@ -170,25 +172,28 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 			acc[i] = base;
 
 		/*
-		 * Word w of every slot holds sub-spaces 4w .. 4w+3 (byte s % 4, in
-		 * memory order); each slot adds them in sub-space order.  Slots
-		 * without a valid bit (zeros, or a deleted record's code) are
-		 * computed too and never pushed.
+		 * Word w of every slot holds the per codes from sub-space w * per
+		 * on (gi_kind_ivfpq.h); each slot adds them in sub-space order.
+		 * Slots without a valid bit (zeros, or a deleted record's code)
+		 * are computed too and never pushed.
 		 */
-		for (uint32_t w = 0; w * 4 < st->m; w++)
+		for (uint32_t w = 0; w * per < st->m; w++)
 		{
 			const uint32_t *words = view.payload + (size_t) w * GI_SLAB_RECORDS;
-			uint32_t	nb = st->m - w * 4 < 4 ? st->m - w * 4 : 4;
-			const float *row = lut + (size_t) w * 4 * ksub;
+			uint32_t	nb = st->m - w * per < per ? st->m - w * per : per;
+			const float *row = lut + (size_t) w * per * ksub;
 
 			for (i = 0; i < GI_SLAB_RECORDS; i++)
 			{
-				uint8_t		b[4];
+				const uint8_t *b = (const uint8_t *) (words + i);
 				double		a = acc[i];
 
-				memcpy(b, words + i, sizeof(b));
 				for (uint32_t j = 0; j < nb; j++)
-					a += b[j] < ksub ? (double) row[j * ksub + b[j]] : NAN;
+				{
+					uint32_t	c = gi_pq_code_get(b, j, cbits);
+
+					a += c < ksub ? (double) row[j * ksub + c] : NAN;
+				}
 				acc[i] = a;
 			}
 		}
@@ -218,6 +223,8 @@ gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qno
 	const gi_ivfpq_state *st = ps->st;
 	uint32_t	m = st->m;
 	uint32_t	ksub = st->ksub;
+	uint32_t	cbits = st->code_bits;
+	uint32_t	per = 32 / cbits;
 	uint32_t	dsub = st->ivf.dim / m;
 	uint32_t	metric = st->ivf.metric;
 	uint32_t	rcap = gi_pq_reward_max(m);
@@ -299,20 +306,23 @@ gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qno
 		uint32_t	bits;
 		uint32_t	i;
 
-		for (uint32_t w = 0; w * 4 < m; w++)
+		for (uint32_t w = 0; w * per < m; w++)
 		{
 			const uint32_t *words = view.payload + (size_t) w * GI_SLAB_RECORDS;
-			uint32_t	nb = m - w * 4 < 4 ? m - w * 4 : 4;
-			const uint32_t *row = reward + (size_t) w * 4 * ksub;
+			uint32_t	nb = m - w * per < per ? m - w * per : per;
+			const uint32_t *row = reward + (size_t) w * per * ksub;
 
 			for (i = 0; i < GI_SLAB_RECORDS; i++)
 			{
-				uint8_t		b[4];
+				const uint8_t *b = (const uint8_t *) (words + i);
 
-				memcpy(b, words + i, sizeof(b));
 				for (uint32_t j = 0; j < nb; j++)
-					if (b[j] < ksub)
-						acc[i] += row[j * ksub + b[j]];
+				{
+					uint32_t	c = gi_pq_code_get(b, j, cbits);
+
+					if (c < ksub)
+						acc[i] += row[j * ksub + c];
+				}
 			}
 		}
 		for (bits = view.bitmap; bits; bits &= bits - 1)
@@ -340,12 +350,13 @@ gi_host_ivfpq_set_state(gi_store *store, const void *state, size_t bytes)
 	params = gi_host_store_params(store);
 	if (st->ivf.nlists != params->nlists || st->ivf.dim == 0 || st->m == 0 ||
 		st->ivf.dim % st->m != 0 || st->ksub == 0 || st->ksub > GI_PQ_MAX_KSUB ||
-		gi_ivfpq_record_bytes(st->m) != params->record_bytes ||
+		!gi_ivfpq_code_bits_valid(st->code_bits, st->ksub) ||
+		gi_ivfpq_record_bytes(st->m, st->code_bits) != params->record_bytes ||
 		bytes != gi_ivfpq_state_size(st->ivf.nlists, st->ivf.dim, st->ksub))
 	{
-		gi_host_set_error("ivfpq set_state: state of %u lists x %u dimensions, %u sub-spaces of %u entries (%zu bytes) does not fit a store of %u lists and %u-byte records",
-						  st->ivf.nlists, st->ivf.dim, st->m, st->ksub, bytes,
-						  params->nlists, params->record_bytes);
+		gi_host_set_error("ivfpq set_state: state of %u lists x %u dimensions, %u sub-spaces of %u entries in %u-bit codes (%zu bytes) does not fit a store of %u lists and %u-byte records",
+						  st->ivf.nlists, st->ivf.dim, st->m, st->ksub, st->code_bits,
+						  bytes, params->nlists, params->record_bytes);
 		return GI_ERR_INVALID;
 	}
 	if (st->ivf.metric != GI_METRIC_L2 && st->ivf.metric != GI_METRIC_IP &&

@@ -105,6 +105,12 @@ ivfpq_check_state(const void *state, Size bytes, GiKindStore *store,
 				 st->ksub, GI_PQ_MAX_KSUB);
 		return ERRCODE_INVALID_PARAMETER_VALUE;
 	}
+	if (!gi_ivfpq_code_bits_valid(st->code_bits, st->ksub))
+	{
+		snprintf(err, errlen, "gpuindex ivf_pq store with %u-bit codes for %u codebook entries (8, or 4 for up to 16 entries, allowed)",
+				 st->code_bits, st->ksub);
+		return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
 	if (bytes != gi_ivfpq_state_size(st->ivf.nlists, st->ivf.dim, st->ksub))
 	{
 		snprintf(err, errlen,
@@ -113,7 +119,7 @@ ivfpq_check_state(const void *state, Size bytes, GiKindStore *store,
 		return ERRCODE_PROTOCOL_VIOLATION;
 	}
 	store->nlists = st->ivf.nlists;
-	store->record_bytes = gi_ivfpq_record_bytes(st->m);
+	store->record_bytes = gi_ivfpq_record_bytes(st->m, st->code_bits);
 	store->key_mode = GI_KEYS_UNIQUE;
 	store->summary_bytes = sizeof(gi_ivfpq_state);
 	return 0;
