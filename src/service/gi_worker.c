@@ -84,9 +84,12 @@ recover_slots(void)
 	}
 }
 
-/* take queued requests into work[]; drop abandoned ones */
+/*
+ * Take queued requests into work[]; drop abandoned ones.  *reads is set
+ * when a request that reads stores (a search, the statistics) was taken.
+ */
 static int
-collect(GiWork *work, int nwork, int max)
+collect(GiWork *work, int nwork, int max, bool *reads)
 {
 	for (int i = 0; i < gi_shared->nslots && nwork < max; i++)
 	{
@@ -124,8 +127,30 @@ collect(GiWork *work, int nwork, int max)
 			w->sliced_us = 0;
 			w->carry = false;
 			w->kept = false;
+			if (slot->type == GI_REQ_SEARCH || slot->type == GI_REQ_STATS)
+				*reads = true;
 		}
 	}
+	return nwork;
+}
+
+/*
+ * Passes of collect() until one takes no request that reads stores: a
+ * search taken by a pass may have begun after a commit whose INSERT, sent
+ * without waiting, was queued in a slot that pass had already passed, and
+ * only a later pass finds it.  A taken slot is not queued again before it
+ * is answered, so this ends within nslots passes.
+ */
+static int
+collect_closed(GiWork *work, int nwork, int max)
+{
+	bool		reads;
+
+	do
+	{
+		reads = false;
+		nwork = collect(work, nwork, max, &reads);
+	} while (reads && nwork < max);
 	return nwork;
 }
 
@@ -418,15 +443,10 @@ gi_service_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		nwork = collect(work, 0, maxwork);
-
-		/*
-		 * A second pass takes what was queued behind the first: a search
-		 * taken by the first may have begun after a commit whose INSERT, sent
-		 * without waiting, sat in a slot the first pass had already passed.
-		 */
+		/* a second pass also takes what was queued behind the first */
+		nwork = collect_closed(work, 0, maxwork);
 		if (nwork > 0)
-			nwork = collect(work, nwork, maxwork);
+			nwork = collect_closed(work, nwork, maxwork);
 		waiting = ncarried > 0 || gi_kmeans_training();
 		if (nwork == 0 && !waiting && GetCurrentTimestamp() < spin_until)
 		{
@@ -457,7 +477,7 @@ gi_service_main(Datum main_arg)
 		{
 			/* trade a little latency for larger batches */
 			pg_usleep(gi_batch_linger_us);
-			nwork = collect(work, nwork, maxwork);
+			nwork = collect_closed(work, nwork, maxwork);
 		}
 
 		/*
