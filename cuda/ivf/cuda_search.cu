@@ -44,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
@@ -713,60 +714,53 @@ gi_k_scan_tile(gi_scan_args a)
 	}
 }
 
+/* a (distance, key) pair and the smaller of two, for cub::BlockReduce */
+struct gi_dk
+{
+	float		d;
+	uint64_t	key;
+};
+
+struct gi_dk_min
+{
+	__device__ __forceinline__ gi_dk operator() (const gi_dk &x, const gi_dk &y) const
+	{
+		return gi_hit_less(y.d, y.key, x.d, x.key) ? y : x;
+	}
+};
+
 /*
  * The (distance, key) bound of a query's merge: the smallest last entry of
- * its partial lists that hold k, reduced over the block; (+Inf, max key),
- * which every candidate is at most, when none holds k.
+ * its partial lists that hold k, reduced over the block (of
+ * GI_CU_SCAN_THREADS threads); (+Inf, max key), which every candidate is
+ * at most, when none holds k.
  */
 __device__ __forceinline__ void
 gi_merge_bound(const float *__restrict__ cd, const uint64_t *__restrict__ ck,
 			   const uint32_t *__restrict__ cn, size_t u0, uint32_t G, uint32_t k,
 			   float *td, uint64_t *tk)
 {
-	__shared__ float wd[GI_CU_SCAN_THREADS / 32];
-	__shared__ uint64_t wk[GI_CU_SCAN_THREADS / 32];
-	const uint32_t lane = threadIdx.x & 31;
-	const uint32_t warp = threadIdx.x >> 5;
-	float		d = __int_as_float(0x7f800000);
-	uint64_t	key = UINT64_MAX;
+	typedef cub::BlockReduce<gi_dk, GI_CU_SCAN_THREADS> reduce_t;
+	__shared__ typename reduce_t::TempStorage tmp;
+	__shared__ gi_dk bound;
+	gi_dk		v = {__int_as_float(0x7f800000), UINT64_MAX};
 
 	for (uint32_t g = threadIdx.x; g < G; g += blockDim.x)
 	{
 		size_t		last = (u0 + g) * k + k - 1;
 
-		if (cn[u0 + g] == k && gi_hit_less(cd[last], ck[last], d, key))
+		if (cn[u0 + g] == k && gi_hit_less(cd[last], ck[last], v.d, v.key))
 		{
-			d = cd[last];
-			key = ck[last];
+			v.d = cd[last];
+			v.key = ck[last];
 		}
 	}
-	for (uint32_t o = 16; o > 0; o >>= 1)
-	{
-		float		od = __shfl_down_sync(GI_CU_FULL_MASK, d, o);
-		uint64_t	ok = __shfl_down_sync(GI_CU_FULL_MASK, key, o);
-
-		if (gi_hit_less(od, ok, d, key))
-		{
-			d = od;
-			key = ok;
-		}
-	}
-	if (lane == 0)
-	{
-		wd[warp] = d;
-		wk[warp] = key;
-	}
+	v = reduce_t(tmp).Reduce(v, gi_dk_min());
+	if (threadIdx.x == 0)
+		bound = v;
 	__syncthreads();
-	d = wd[0];
-	key = wk[0];
-	for (uint32_t w = 1; w < (blockDim.x >> 5); w++)
-		if (gi_hit_less(wd[w], wk[w], d, key))
-		{
-			d = wd[w];
-			key = wk[w];
-		}
-	*td = d;
-	*tk = key;
+	*td = bound.d;
+	*tk = bound.key;
 }
 
 /*
