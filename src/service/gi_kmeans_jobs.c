@@ -26,7 +26,8 @@
  * meanwhile, or the job was purged) answers NO_JOB, with the same
  * fallback.  Jobs of backends that died, or silent for
  * GI_KMEANS_IDLE_MS, are purged; a backend's new BEGIN replaces its old
- * job (a build that failed half-way).
+ * jobs (a build that failed half-way) unless it asks to keep them
+ * (GI_REQ_KMEANS_KEEP: a pq build's codebooks beside its lists' job).
  *
  * A job runs on the device whose stores hold the fewest bytes when it
  * begins.  Training runs on a thread of its own, so that the service goes
@@ -297,7 +298,7 @@ handle_begin(GiWork *w)
 		malformed(w, "k-means");
 		return;
 	}
-	purge_jobs(w->slot->pid);
+	purge_jobs((a->flags & GI_REQ_KMEANS_KEEP) ? 0 : w->slot->pid);
 
 	bytes = (Size) a->n * ka->dim * sizeof(float);
 	job = MemoryContextAllocZero(TopMemoryContext, sizeof(GiKmeansJob));

@@ -150,6 +150,12 @@ typedef struct GiReqArgs
 /* STATS: a row per shard of each store instead of one per store */
 #define GI_STATS_SHARDS		2
 
+/*
+ * KMEANS_BEGIN: the backend's other open jobs stay (a build training its
+ * PQ codebooks beside its lists' job); without it a BEGIN replaces them
+ */
+#define GI_REQ_KMEANS_KEEP	8
+
 /* the kind's (or job's) argument struct inside a GiReqArgs */
 #define GI_KARGS(args, type) \
 	(StaticAssertExpr(sizeof(type) <= GI_KARGS_BYTES, "kind arguments too large"), \

@@ -10,8 +10,8 @@
 # in SQL with the operators' double arithmetic, ties to the lower list);
 # builds are deterministic (REINDEX gives the same centroids); recall is
 # sane; tiny and degenerate tables build; on the host, the service's
-# training gives exactly the centroids (and a pq index's codebooks and
-# codes) of a build that trains itself, trains beside other sessions'
+# training gives exactly the centroids (and a pq index's codebooks, trained
+# in the service too, and codes) of a build that trains itself, trains beside other sessions'
 # searches (their p99 stays low) and stops when its build is cancelled.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,7 +74,14 @@ pq_sum() {
 }
 # IVF-PQ on the service's centroids: the codebooks train on the rows as
 # they are, not on the samples the k-means scaled
-q "CREATE INDEX km_pq ON km USING gpuivf (v real_ip_ops) WITH (lists = 20, quantizer = 'pq', pq_m = 8, pq_bits = 6)" >/dev/null
+out=$(q "SET client_min_messages = debug1;
+        CREATE INDEX km_pq ON km USING gpuivf (v real_ip_ops) WITH (lists = 20, quantizer = 'pq', pq_m = 8, pq_bits = 6)")
+check "pq: the codebooks trained in the device service" \
+	"codebooks of 8 sub-spaces (device service)" "$(echo "$out" | grep -o "codebooks of [0-9]* sub-spaces ([a-z ]*)")"
+check "pq: the lists' job outlived the codebooks' jobs: the rows were assigned there too" \
+	"k-means (device service), assign (device service)" \
+	"$(echo "$out" | grep -o "k-means [0-9.]* ms ([a-z ]*), assign [0-9.]* ms ([a-z ]*)" | sed 's/[0-9.]* ms //g')"
+check "pq: no warning" 0 "$(echo "$out" | grep -c WARNING)"
 check "pq: every row is indexed once" "6200 6200" \
 	"$(q "SELECT count(*) || ' ' || count(DISTINCT ctid) FROM gpuivf_pq_codes('km_pq')")"
 p1=$(pq_sum km_pq)
@@ -151,7 +158,10 @@ if [ "$GPUINDEX_TEST_DEVICE" = cpu ]; then
 		"k-means (this backend), assign (this backend)" "$where"
 	check "the service's host k-means gives the building backend's centroids exactly" "$c1" \
 		"$(q "SELECT md5(string_agg(centroid::text, ';' ORDER BY list)) FROM gpuivf_centroids('km_l2')")"
-	q "REINDEX INDEX km_pq" >/dev/null
+	books=$(q "SET client_min_messages = debug1; REINDEX INDEX km_pq" |
+		grep -o "codebooks of [0-9]* sub-spaces ([a-z ]*)")
+	check "pq: without the debug setting the codebooks train in the building backend" \
+		"codebooks of 8 sub-spaces (this backend)" "$books"
 	check "pq: the same codebooks and codes when the building backend trains" "$p1" "$(pq_sum km_pq)"
 fi
 

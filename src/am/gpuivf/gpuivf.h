@@ -257,11 +257,21 @@ extern uint32 gpuivf_nearest_list(const float4 *centroids, const float4 *cnorms,
 								  uint32 lists, uint32 dim, uint32 metric,
 								  const float4 *vec);
 
+/* gpuivf_service_kmeans.c */
+extern bool gpuivf_service_kmeans(Relation index, const char *what,
+								  const float4 *samples, uint32 n, uint32 dim,
+								  uint32 lists, uint32 metric, bool keep,
+								  float4 *centroids, uint32 *k, uint64 *job);
+extern void gpuivf_service_kmeans_failed(Relation index, uint64 *job,
+										 const GiCall *call, const char *what);
+extern void gpuivf_service_kmeans_end(uint64 *job);
+
 /* gpuivf_pq.c */
-extern void gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim,
-							uint32 metric, const float4 *centroids,
-							const float4 *cnorms, uint32 lists,
-							const GpuivfQuantizer *qz, float4 *codebooks);
+extern void gpuivf_pq_train(Relation index, bool service, const float4 *samples,
+							uint32 nsamples, uint32 dim, uint32 metric,
+							const float4 *centroids, const float4 *cnorms,
+							uint32 lists, const GpuivfQuantizer *qz,
+							float4 *codebooks);
 extern void gpuivf_pq_encode(const GpuivfMeta *meta, uint32 list,
 							 const float4 *vec, uint8 *record);
 extern void gpuivf_pq_encode_batch(const GpuivfMeta *meta, uint32 n,

@@ -16,8 +16,9 @@
  *
  * Where the k-means runs: the build asks the device service once
  * (GI_REQ_KMEANS_BEGIN).  When its compute backend trains (CUDA), the
- * sample goes to the service for training and every batch of pass 2 for
- * assignment (GI_REQ_ASSIGN), both on the GPU.  Otherwise (the host
+ * sample goes to the service for training (and with it a pq index's
+ * codebooks, gpuivf_pq.c) and every batch of pass 2 for assignment
+ * (GI_REQ_ASSIGN), all on the GPU.  Otherwise (the host
  * backend) both run here, in the building backend, so that builds run in
  * parallel instead of queueing in the service.  A device failure in the
  * middle (out of device memory, a CUDA error, a service restart) makes
@@ -176,44 +177,18 @@ sample_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 /* ---- k-means on the device service's backend ---- */
 
-/* the build no longer needs its k-means job in the service */
-static void
-end_job(GpuivfBuildState *bs)
-{
-	GiReqArgs	args;
-
-	if (bs->job == 0)
-		return;
-	memset(&args, 0, sizeof(args));
-	GI_KARGS(&args, GiKmeansArgs)->job = bs->job;
-	bs->job = 0;
-	(void) gi_call_simple(GI_REQ_KMEANS_END, NULL, &args, NULL);
-}
-
-/* the service cannot do it (any more): note why, finish here */
-static void
-device_fallback(GpuivfBuildState *bs, GiCall *call, const char *what)
-{
-	if (call->reply == GI_REPLY_UNSUPPORTED && call->rargs.errmsg[0] != '\0')
-		ereport(WARNING,
-				(errmsg("gpuivf index \"%s\": %s continues in this backend",
-						RelationGetRelationName(bs->index), what),
-				 errdetail("%s", call->rargs.errmsg)));
-	else if (call->reply == GI_REPLY_NO_JOB)
-		ereport(WARNING,
-				(errmsg("gpuivf index \"%s\": %s continues in this backend",
-						RelationGetRelationName(bs->index), what),
-				 errdetail("The device service lost the build's k-means job (it was restarted).")));
-	else if (call->reply != GI_REPLY_UNSUPPORTED)
-		elog(ERROR, "unexpected gpuindex reply %d to a k-means request", (int) call->reply);
-	end_job(bs);
-}
-
-/* vectors of dim floats per request: about GI_CHUNK_BYTES */
+/* vectors of dim floats per batch of pass 2: about GI_CHUNK_BYTES */
 static uint32
 vectors_per_request(int dim)
 {
 	return (uint32) Max(GI_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
+}
+
+/* the build no longer needs its k-means job in the service */
+static void
+end_job(GpuivfBuildState *bs)
+{
+	gpuivf_service_kmeans_end(&bs->job);
 }
 
 /*
@@ -224,84 +199,13 @@ vectors_per_request(int dim)
 static bool
 device_kmeans(GpuivfBuildState *bs)
 {
-	GiCall		call;
-	GiKmeansArgs *ka;
-	uint32		per = vectors_per_request(bs->dim);
 	uint32		k;
 
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_KMEANS_BEGIN;
-	call.args.n = bs->nsamples;
-	ka = GI_KARGS(&call.args, GiKmeansArgs);
-	ka->dim = bs->dim;
-	ka->nlists = bs->lists_opt;
-	ka->metric = bs->metric;
-	ka->iterations = GPUIVF_KMEANS_ITERATIONS;
-	ka->seed = GPUIVF_SEED;
-	gi_call(&call);
-	if (call.reply != GI_REPLY_OK)
-	{
-		/* the usual answer of the host backend: quietly train here */
-		device_fallback(bs, &call, "k-means training");
+	if (!gpuivf_service_kmeans(bs->index, "k-means training", bs->samples,
+							   (uint32) bs->nsamples, (uint32) bs->dim,
+							   (uint32) bs->lists_opt, bs->metric, false,
+							   bs->centroids, &k, &bs->job))
 		return false;
-	}
-	bs->job = call.rargs.token;
-
-	for (uint32 off = 0; off < (uint32) bs->nsamples; off += per)
-	{
-		uint32		n = Min(per, (uint32) bs->nsamples - off);
-
-		memset(&call, 0, sizeof(call));
-		call.type = GI_REQ_KMEANS_DATA;
-		GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
-		GI_KARGS(&call.args, GiKmeansArgs)->offset = off;
-		call.args.n = n;
-		call.in = bs->samples + (Size) off * bs->dim;
-		call.in_size = (Size) n * bs->dim * sizeof(float4);
-		gi_call(&call);
-		if (call.reply != GI_REPLY_OK)
-		{
-			device_fallback(bs, &call, "k-means training");
-			return false;
-		}
-	}
-
-	memset(&call, 0, sizeof(call));
-	call.type = GI_REQ_KMEANS_TRAIN;
-	GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
-	gi_call(&call);
-	if (call.reply != GI_REPLY_OK)
-	{
-		device_fallback(bs, &call, "k-means training");
-		return false;
-	}
-	k = (uint32) call.rargs.count;
-	if (k > (uint32) bs->lists_opt)
-		elog(ERROR, "gpuindex k-means answered %u centroids for %d lists", k, bs->lists_opt);
-
-	for (uint32 off = 0; off < k; off += per)
-	{
-		uint32		n = Min(per, k - off);
-		Size		bytes = (Size) n * bs->dim * sizeof(float4);
-
-		memset(&call, 0, sizeof(call));
-		call.type = GI_REQ_KMEANS_RESULT;
-		GI_KARGS(&call.args, GiKmeansArgs)->job = bs->job;
-		GI_KARGS(&call.args, GiKmeansArgs)->offset = off;
-		call.args.n = n;
-		call.out_capacity = bytes;
-		gi_call(&call);
-		if (call.reply != GI_REPLY_OK)
-		{
-			device_fallback(bs, &call, "k-means training");
-			return false;
-		}
-		if (call.rargs.out_size != bytes || call.out == NULL)
-			elog(ERROR, "gpuindex k-means result: %llu bytes, expected %zu",
-				 (unsigned long long) call.rargs.out_size, bytes);
-		memcpy(bs->centroids + (Size) off * bs->dim, call.out, bytes);
-		pfree(call.out);
-	}
 	bs->lists = k;
 	return true;
 }
@@ -323,7 +227,7 @@ device_assign(GpuivfBuildState *bs)
 	gi_call(&call);
 	if (call.reply != GI_REPLY_OK)
 	{
-		device_fallback(bs, &call, "k-means assignment");
+		gpuivf_service_kmeans_failed(bs->index, &bs->job, &call, "k-means assignment");
 		return false;
 	}
 	if (call.rargs.out_size != (Size) bs->batch_n * sizeof(uint32) || call.out == NULL)
@@ -630,8 +534,9 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		{
 			bs.codebooks = palloc_extended((Size) bs.qz.pq_ksub * bs.dim * sizeof(float4),
 										   MCXT_ALLOC_HUGE);
-			gpuivf_pq_train(raw, (uint32) bs.nsamples, (uint32) bs.dim, bs.metric,
-							bs.centroids, bs.cnorms, bs.lists, &bs.qz, bs.codebooks);
+			gpuivf_pq_train(bs.index, bs.trained_on_device, raw, (uint32) bs.nsamples,
+							(uint32) bs.dim, bs.metric, bs.centroids, bs.cnorms, bs.lists,
+							&bs.qz, bs.codebooks);
 			bs.pqmeta.dim = (uint32) bs.dim;
 			bs.pqmeta.lists = bs.lists;
 			bs.pqmeta.metric = bs.metric;

@@ -86,18 +86,56 @@ pq_train_task(void *arg, uint32_t s, uint32_t worker)
 }
 
 /*
+ * The codebooks on the device service's backend, one k-means job a
+ * sub-space (each with the settings the threads below use), kept beside the
+ * build's lists' job: false, with a WARNING when it is not the usual
+ * answer, when the build must train them itself.
+ */
+static bool
+pq_train_service(Relation index, const float4 *res, uint32 n, uint32 dim, uint32 m,
+				 uint32 ksub, float4 *codebooks)
+{
+	uint32		dsub = dim / m;
+	float4	   *sub = palloc_extended((Size) n * dsub * sizeof(float4), MCXT_ALLOC_HUGE);
+	bool		ok = true;
+
+	for (uint32 s = 0; s < m && ok; s++)
+	{
+		float4	   *book = codebooks + (Size) s * ksub * dsub;
+		uint64		job = 0;
+		uint32		k = 0;
+
+		for (uint32 i = 0; i < n; i++)
+			memcpy(sub + (Size) i * dsub, res + (Size) i * dim + (Size) s * dsub,
+				   dsub * sizeof(float4));
+		ok = gpuivf_service_kmeans(index, "PQ codebook training", sub, n, dsub, ksub,
+								   GI_METRIC_L2, true, book, &k, &job);
+		gpuivf_service_kmeans_end(&job);
+		if (ok && k == 0)
+			elog(ERROR, "gpuindex k-means answered no entry for sub-space %u", s);
+		for (uint32 e = k; ok && e < ksub; e++)
+			memcpy(book + (Size) e * dsub, book, dsub * sizeof(float4));
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(sub);
+	return ok;
+}
+
+/*
  * Train the codebooks (qz->pq_ksub * dim floats, gi_kind_ivfpq.h order)
  * on up to GPUIVF_PQ_SAMPLES_PER_ENTRY * pq_ksub of the samples (not
  * modified).  A sub-space with fewer distinct residuals than entries
- * repeats its first entry, which the encoder never picks over it.  The
+ * repeats its first entry, which the encoder never picks over it.  With
+ * service (the build's lists trained there) the device service trains them
+ * one sub-space after another; otherwise, or when it cannot, the
  * sub-spaces train at the same time on the host backend's threads, each
  * exactly as alone; one a pending interrupt stopped trains again here
  * once the interrupt, if harmless, was served.
  */
 void
-gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metric,
-				const float4 *centroids, const float4 *cnorms, uint32 lists,
-				const GpuivfQuantizer *qz, float4 *codebooks)
+gpuivf_pq_train(Relation index, bool service, const float4 *samples, uint32 nsamples,
+				uint32 dim, uint32 metric, const float4 *centroids, const float4 *cnorms,
+				uint32 lists, const GpuivfQuantizer *qz, float4 *codebooks)
 {
 	uint32		m = qz->pq_m;
 	uint32		ksub = qz->pq_ksub;
@@ -120,6 +158,18 @@ gpuivf_pq_train(const float4 *samples, uint32 nsamples, uint32 dim, uint32 metri
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
+
+	if (service && pq_train_service(index, res, n, dim, m, ksub, codebooks))
+	{
+		ereport(DEBUG1,
+				(errmsg("gpuivf build of \"%s\": codebooks of %u sub-spaces (device service)",
+						RelationGetRelationName(index), m)));
+		pfree(res);
+		return;
+	}
+	ereport(DEBUG1,
+			(errmsg("gpuivf build of \"%s\": codebooks of %u sub-spaces (this backend)",
+					RelationGetRelationName(index), m)));
 
 	job.res = res;
 	job.n = n;
