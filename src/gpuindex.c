@@ -44,6 +44,7 @@ int			gi_search_slice_ms = 1;
 int			gi_role_memory_limit_mb = 0;
 int			gi_host_threads = 0;
 bool		gi_debug_service_kmeans = false;
+int			gi_debug_collect_pause_pid = 0;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GI_DEVICE_AUTO, false},
@@ -282,6 +283,21 @@ _PG_init(void)
 							 process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	/*
+	 * Testing only: once per value, the service pauses for
+	 * GI_DEBUG_COLLECT_PAUSE_MS right after a pass over the slots that
+	 * follows another looked at this backend's slot (t/009), so that a test
+	 * can queue requests behind that pass.
+	 */
+	DefineCustomIntVariable("gpuindex.debug_collect_pause_pid",
+							"Testing only: the device service pauses once after a later pass over its slots examined this backend's slot.",
+							NULL,
+							&gi_debug_collect_pause_pid,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuindex.trace_stages",
 							 "Search requests ask the compute backend for the times of its own stages (gpuindex_search_stages()).",

@@ -36,6 +36,10 @@ extern int	gi_service_spin_us;
 extern int	gi_search_slice_ms;
 extern int	gi_host_threads;
 extern bool gi_debug_service_kmeans;
+extern int	gi_debug_collect_pause_pid;
+
+/* how long the pause of gpuindex.debug_collect_pause_pid lasts */
+#define GI_DEBUG_COLLECT_PAUSE_MS	1000
 
 /* service-wide counters, for gpuindex_service() */
 extern uint64 gi_requests_total;

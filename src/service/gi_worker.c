@@ -91,10 +91,25 @@ recover_slots(void)
 static int
 collect(GiWork *work, int nwork, int max, bool *reads)
 {
+	static int	paused_for = 0;
+	bool		later = nwork > 0;
+
 	for (int i = 0; i < gi_shared->nslots && nwork < max; i++)
 	{
 		GiSlot	   *slot = &gi_shared->slots[i];
 		bool		take = false;
+
+		/* the test hook of gpuindex.debug_collect_pause_pid, once per value: after its slot */
+		if (later && i > 0 && gi_debug_collect_pause_pid != 0 &&
+			gi_debug_collect_pause_pid != paused_for &&
+			gi_shared->slots[i - 1].pid == gi_debug_collect_pause_pid)
+		{
+			paused_for = gi_debug_collect_pause_pid;
+			ereport(LOG,
+					(errmsg("gpuindex device service: pausing %d ms after the slot of process %d in a later pass (gpuindex.debug_collect_pause_pid)",
+							GI_DEBUG_COLLECT_PAUSE_MS, paused_for)));
+			pg_usleep(GI_DEBUG_COLLECT_PAUSE_MS * 1000L);
+		}
 
 		/* unlocked peek: the common case is an idle slot */
 		if (slot->state != GI_SLOT_QUEUED && slot->state != GI_SLOT_ABANDONED)
