@@ -60,7 +60,9 @@ def clustered_gaussian(n, d, seed=1, clusters=None, rank=None, nq=1000, center_s
 
     def draw(count, g):
         out = np.empty((count, d), dtype=np.float32)
-        step = 65536
+        # chunks of 65,536 rows (the sets generated so far), fewer where a chunk's
+        # cluster bases would pass 1 GiB (high dimensions: 960-d has rank 120)
+        step = int(min(65536, max(1024, (1 << 30) // (r * d * 4))))
         for s in range(0, count, step):
             m = min(step, count - s)
             c = g.integers(0, clusters, m)
