@@ -477,7 +477,8 @@ else
 		--probes 1,2,4,8,16,32,64 --ef-search 20,40,80,160 --refs "$refs_search"
 	# docs/pq.md's set: 450K x 128, 700 lists, 8-bit and 4-bit codes, every search mode
 	want pqmodes && bench pqmodes 300 60 --fresh --last pqmodes --dataset "$pq_ds" --lists 700 \
-		--engines gpuivf_pq,gpuivf_pq4,gpuivf_pq4d1 --probes 8,32 --nq 1000 --repeats 3 --refs none
+		--engines gpuivf_pq,gpuivf_pq4,gpuivf_pq4d1,gpuivf --probes 8,32 --nq 1000 --repeats 3 \
+		--refs none
 fi
 
 # ---- 5. leave nothing running, package ---------------------------------------------------

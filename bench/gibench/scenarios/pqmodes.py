@@ -5,7 +5,8 @@ search with re-ranking of `gpuivf.pq_rerank` x k candidates by exact distance.
 
 One index per PQ engine named in --engines (gpuivf_pq: 2-d sub-spaces, 256 entries, a byte
 a code; gpuivf_pq4: 16 entries, 4-bit codes two a byte; gpuivf_pq4d1: 1-d sub-spaces of 16
-entries, the bytes of gpuivf_pq; gpuivf_pq alone when --engines names none), lists = --lists; its memory a row from gpuindex_stats (the store, device and
+entries, the bytes of gpuivf_pq; gpuivf_pq alone when --engines names none; and the flat
+gpuivf index of the same lists when --engines names gpuivf: its memory and recall), lists = --lists; its memory a row from gpuindex_stats (the store, device and
 host parts, and its payload) and its pages; then for each (probes, mode, selection):
 recall@10 and R@100 of the batch API against the exact answer (the dataset's queries, up
 to --nq, one statement), the batch statement's time with its rows counted on the server
@@ -32,6 +33,9 @@ def run(ctx):
     o = ctx.opts
     ds = ctx.ds
     names = [e for e in o.engines.split(",") if e.startswith("gpuivf_pq")] or ["gpuivf_pq"]
+    # the flat index beside them when --engines names gpuivf: its memory and its recall
+    if "gpuivf" in o.engines.split(","):
+        names.append("gpuivf")
     rep = Report("pqmodes", ds.name, ctx.env, vars(o), ctx.notes)
     n = len(ds.base)
     lists = o.lists or max(1, int(round(np.sqrt(n))))
@@ -49,10 +53,11 @@ def run(ctx):
     mem = []
     for name in names:
         eng = SQL_ENGINES[name]
-        ksub = 2 ** int(eng.extra.get("pq_bits", 8))
+        flat = not (eng.extra or {}).get("quantizer")
+        extra = {k: str(ds.dim) if v == "DIM" else v for k, v in (eng.extra or {}).items()}
+        ksub = 2 ** int(extra.get("pq_bits", 8))
         table = eng.table("pqm")
         ctx.copy_table(eng, table)
-        extra = {k: str(ds.dim) if v == "DIM" else v for k, v in eng.extra.items()}
         index, build_s = ctx.build_index(eng, table, {"lists": lists, **extra})
         ctx.force_index(eng, table, index)
         mem.append(rep.add(kind="memory", **_memory(ctx, index, name, n, build_s)))
@@ -60,6 +65,8 @@ def run(ctx):
         param = batch_param(q, eng.coltype)
         points = [(p, mode, sel) for p in probes_list for mode, selects in SELECTS.items()
                   for sel in selects] + [(p, "lut", "rerank") for p in probes_list]
+        if flat:
+            points = [(p, "lut", None) for p in probes_list]
         base = {}
         for probes, mode, sel in points:
             if ctx.out_of_time(rep, f"{name} probes {probes} {mode} {sel}"):
@@ -70,7 +77,8 @@ def run(ctx):
             if sel and sel != "rerank":
                 ctx.conn.execute(f"SET gpuivf.pq_select = {max(1, ksub // sel)}")
             row = _measure(ctx, eng, index, table, q, param, sql, o.repeats)
-            label = (mode if not sel else f"lut rerank {RERANK}" if sel == "rerank"
+            label = ("flat" if flat else mode if not sel else
+                     f"lut rerank {RERANK}" if sel == "rerank"
                      else f"{mode} select {max(1, ksub // sel)}")
             row.update(index=name, mode=label, select=max(1, ksub // sel) if sel and
                        sel != "rerank" else "", probes=probes)
@@ -91,7 +99,7 @@ def run(ctx):
             ctx.conn.execute(f"RESET {s}")
         ctx.conn.execute(f"DROP TABLE {table} CASCADE")
     modes = [r for r in rep.rows if r.get("kind") != "memory"]
-    rep.table("Memory a row of each PQ index", MEMORY_COLUMNS, rows=mem)
+    rep.table("Memory a row of each index", MEMORY_COLUMNS, rows=mem)
     rep.table("IVF-PQ search modes: recall and batch time (one index per row group, same "
               "codes within it)", COLUMNS, rows=modes)
     rep.plot(lambda rows, stem: plots.recall_qps(
