@@ -258,6 +258,7 @@ extern uint32 gpuivf_nearest_list(const float4 *centroids, const float4 *cnorms,
 								  const float4 *vec);
 
 /* gpuivf_service_kmeans.c */
+extern uint32 gpuivf_vectors_per_request(uint32 dim);
 extern bool gpuivf_service_kmeans(Relation index, const char *what,
 								  const float4 *samples, uint32 n, uint32 dim,
 								  uint32 lists, uint32 metric, bool keep,

@@ -177,13 +177,6 @@ sample_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 /* ---- k-means on the device service's backend ---- */
 
-/* vectors of dim floats per batch of pass 2: about GI_CHUNK_BYTES */
-static uint32
-vectors_per_request(int dim)
-{
-	return (uint32) Max(GI_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
-}
-
 /* the build no longer needs its k-means job in the service */
 static void
 end_job(GpuivfBuildState *bs)
@@ -568,7 +561,7 @@ gpuivf_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (bs.lists > 0)
 	{
 		/* pass 2 */
-		bs.batch_cap = vectors_per_request(bs.dim);
+		bs.batch_cap = gpuivf_vectors_per_request((uint32) bs.dim);
 		bs.batch_vecs = palloc_extended((Size) bs.batch_cap * bs.dim * sizeof(float4),
 										MCXT_ALLOC_HUGE);
 		bs.batch_keys = palloc(sizeof(uint64) * bs.batch_cap);

@@ -18,8 +18,8 @@
 #include "gi_protocol.h"
 
 /* vectors of dim floats per request: about GI_CHUNK_BYTES */
-static uint32
-vectors_per_request(uint32 dim)
+uint32
+gpuivf_vectors_per_request(uint32 dim)
 {
 	return (uint32) Max(GI_CHUNK_BYTES / ((Size) dim * sizeof(float4)), 1);
 }
@@ -69,7 +69,7 @@ gpuivf_service_kmeans(Relation index, const char *what, const float4 *samples,
 {
 	GiCall		call;
 	GiKmeansArgs *ka;
-	uint32		per = vectors_per_request(dim);
+	uint32		per = gpuivf_vectors_per_request(dim);
 
 	*job = 0;
 	memset(&call, 0, sizeof(call));
