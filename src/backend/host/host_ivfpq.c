@@ -147,6 +147,23 @@ gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *l
 	return qc;
 }
 
+/*
+ * The codes of one record word (gi_kind_ivfpq.h: four of 8 bits or eight
+ * of 4 bits, from the low bits up) into c[], so that the scans' inner loops
+ * read bytes whatever the width.
+ */
+static inline void
+gi_host_pq_word(const uint32_t *word, uint32_t code_bits, uint8_t c[8])
+{
+	const uint8_t *b = (const uint8_t *) word;
+
+	if (code_bits == 8)
+		memcpy(c, b, 4);
+	else
+		for (uint32_t j = 0; j < 8; j++)
+			c[j] = (uint8_t) gi_pq_code_get(b, j, 4);
+}
+
 /* the gi_host_list_scorer of the kind */
 static void
 gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
@@ -185,15 +202,12 @@ gi_host_pq_scan(const void *arg, gi_store *store, const float *q, double qnorm2,
 
 			for (i = 0; i < GI_SLAB_RECORDS; i++)
 			{
-				const uint8_t *b = (const uint8_t *) (words + i);
+				uint8_t		c[8];
 				double		a = acc[i];
 
+				gi_host_pq_word(words + i, cbits, c);
 				for (uint32_t j = 0; j < nb; j++)
-				{
-					uint32_t	c = gi_pq_code_get(b, j, cbits);
-
-					a += c < ksub ? (double) row[j * ksub + c] : NAN;
-				}
+					a += c[j] < ksub ? (double) row[j * ksub + c[j]] : NAN;
 				acc[i] = a;
 			}
 		}
@@ -314,15 +328,12 @@ gi_host_pq_scan_sel(const void *arg, gi_store *store, const float *q, double qno
 
 			for (i = 0; i < GI_SLAB_RECORDS; i++)
 			{
-				const uint8_t *b = (const uint8_t *) (words + i);
+				uint8_t		c[8];
 
+				gi_host_pq_word(words + i, cbits, c);
 				for (uint32_t j = 0; j < nb; j++)
-				{
-					uint32_t	c = gi_pq_code_get(b, j, cbits);
-
-					if (c < ksub)
-						acc[i] += row[j * ksub + c];
-				}
+					if (c[j] < ksub)
+						acc[i] += row[j * ksub + c[j]];
 			}
 		}
 		for (bits = view.bitmap; bits; bits &= bits - 1)
