@@ -272,7 +272,6 @@ gi_pq_launch(gi_store *s, gi_cu_ivfpq *pq, const gi_scan_args &a, uint32_t units
 	g.glut = NULL;
 	g.m = pq->m;
 	g.ksub = pq->ksub;
-	g.code_bits = pq->code_bits;
 	g.dsub = pq->dsub;
 	/* the kernel's static shared memory counts against the limit too */
 	g.resid = 0;

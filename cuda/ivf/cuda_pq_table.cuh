@@ -25,7 +25,6 @@ struct gi_pq_args
 	uint32_t	m;
 	uint32_t	ksub;
 	uint32_t	dsub;
-	uint32_t	code_bits;		/* 4 or 8 (gi_kind_ivfpq.h) */
 	uint32_t	unit0;			/* unit of the launch's block 0 */
 	uint32_t	resid;			/* 1: the block stages the query (L2: q - c) in shared memory */
 	/* the store's slab directory (cuda_slabdir.h), or NULL: walk the chains */
@@ -120,8 +119,7 @@ gi_pq_lut_entry_staged(int metric, const gi_pq_args &g, const double *rd, uint32
  * order, with BITS-bit codes: word w of the slot holds the 32 / BITS codes
  * from sub-space w * 32 / BITS on, from its low bits up.  Up to
  * GI_PQ_WORDS_AHEAD words are loaded before the first visit, so that their
- * loads overlap.  The kernels are instantiated per code width (BITS is
- * g.code_bits).
+ * loads overlap.  The kernels are instantiated per code width.
  */
 template <uint32_t BITS, typename V>
 __device__ __forceinline__ void
