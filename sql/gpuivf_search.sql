@@ -255,6 +255,56 @@ RESET enable_seqscan;
 DROP TABLE ivf_lists, ivf_cents;
 RESET gpuivf.probes;
 
+-- The LIMIT above a scan sizes its first search (gpuindex.limit_hint; the
+-- DEBUG line says how many rows a search asks for), never its rows: every
+-- list probed, the answers are the exact ones of a sequential scan, with the
+-- hint and without it, with an OFFSET, a LIMIT parameter and inside a
+-- LATERAL join; a filter, or rows the scan finds dead, make it ask again.
+SET enable_seqscan = off;
+SET gpuivf.probes = 40;
+SELECT count(*) FILTER (WHERE got = e.l2) AS exact, count(*) AS queries
+FROM ivf_queries q JOIN ivf_exact e USING (q),
+	LATERAL (SELECT array(SELECT i.id FROM ivf_items i ORDER BY i.v <-> q.v LIMIT 10) AS got) g;
+SELECT count(*) FILTER (WHERE got = e.l2[4:10]) AS exact_offset
+FROM ivf_queries q JOIN ivf_exact e USING (q),
+	LATERAL (SELECT array(SELECT i.id FROM ivf_items i ORDER BY i.v <-> q.v LIMIT 7 OFFSET 3) AS got) g;
+SET jit = off;
+SET client_min_messages = debug1;
+SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
+SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3 OFFSET 2) s;
+PREPARE ivf_knn(real[], int) AS SELECT id FROM ivf_items ORDER BY v <-> $1 LIMIT $2;
+SET plan_cache_mode = force_generic_plan;
+SELECT count(*) FROM ivf_queries q WHERE q = 1 AND
+	array(SELECT id FROM ivf_items ORDER BY v <-> q.v LIMIT 5) = (SELECT l2[1:5] FROM ivf_exact WHERE q = 1);
+CREATE TEMP TABLE ivf_got AS EXECUTE ivf_knn('{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}', 4);
+RESET plan_cache_mode;
+DEALLOCATE ivf_knn;
+SET enable_seqscan = on;
+SET enable_indexscan = off;
+SELECT (SELECT array_agg(id ORDER BY id) FROM ivf_got) =
+	(SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM ivf_items
+	 ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 4) s) AS exact_param;
+RESET enable_indexscan;
+SET enable_seqscan = off;
+DROP TABLE ivf_got;
+SELECT q, array(SELECT i.id FROM ivf_items i ORDER BY i.v <-> q.v LIMIT 2) = e.l2[1:2] AS exact
+FROM ivf_queries q JOIN ivf_exact e USING (q) WHERE q <= 2 ORDER BY q;
+SELECT count(*) FROM (SELECT id FROM ivf_items WHERE id % 2 = 0
+	ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
+SET gpuindex.limit_hint = off;
+SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
+RESET gpuindex.limit_hint;
+-- the 8 nearest rows dead to this snapshot, still in the index: LIMIT 3 asks for 3, 6, 12
+BEGIN;
+DELETE FROM ivf_items WHERE id = ANY ((SELECT l2[1:8] FROM ivf_exact WHERE q = 1)::int[]);
+SELECT array_agg(id) = (SELECT l2[9:10] FROM ivf_exact WHERE q = 1) AS next_exact
+FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 2) s;
+ROLLBACK;
+RESET client_min_messages;
+RESET jit;
+RESET gpuivf.probes;
+RESET enable_seqscan;
+
 DROP TABLE ivf_exact, ivf_queries, ivf_centres, ivf_items;
 DROP FUNCTION ivf_recall(int[], int[]);
 SELECT count(*) FROM gpuindex_stats WHERE index_name LIKE 'ivf\_%';

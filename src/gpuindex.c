@@ -308,6 +308,8 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	gi_scan_limit_init();
+
 	MarkGUCPrefixReserved("gpuindex");
 
 	prev_object_access_hook = object_access_hook;

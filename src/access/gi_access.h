@@ -376,9 +376,27 @@ typedef struct GiHitCursor
 extern bool gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit);
 extern int	gi_hit_cmp(const void *a, const void *b);
 
+/*
+ * The start of every gpuindex AM's scan state (scan->opaque): what the
+ * shared scan code fills in.  limit: rows the statement fetches at most
+ * before a rescan, 0 unknown (gi_scan_limit.c).
+ */
+typedef struct GiScanHead
+{
+	uint64		limit;
+} GiScanHead;
+
 extern IndexScanDesc gi_scan_begin(Relation index, int nkeys, int norderbys,
 								   Size opaque_size);
 extern void gi_scan_return(IndexScanDesc scan, uint64 key, double value);
+
+/* ---- the LIMIT above a scan (gi_scan_limit.c) ---- */
+
+extern bool gi_limit_hint;
+extern void gi_scan_limit_init(void);
+extern uint64 gi_scan_limit_of(Relation index);
+extern uint32 gi_scan_first_k(IndexScanDesc scan, uint32 batch, uint32 max_k,
+							  bool may_shrink);
 
 static inline void
 gi_hit_cursor_reset(GiHitCursor *cur)
@@ -389,6 +407,7 @@ gi_hit_cursor_reset(GiHitCursor *cur)
 /* ---- handlers and operator-class validation (gi_handler.c) ---- */
 
 extern IndexAmRoutine *gi_am_routine(uint16 nprocs);
+extern bool gi_am_is_ours(const IndexAmRoutine *am);
 extern bool gi_validate_orderby_ops(const char *amname, const char *opclassname,
 									Oid opcintype, CatCList *oprlist,
 									bool any_right);

@@ -49,6 +49,16 @@ gi_am_routine(uint16 nprocs)
 }
 
 /*
+ * Whether an index's routine is a gpuindex AM's: every one comes from
+ * gi_am_routine, and none replaces its amvacuumcleanup.
+ */
+bool
+gi_am_is_ours(const IndexAmRoutine *am)
+{
+	return am != NULL && am->amvacuumcleanup == gi_lists_vacuumcleanup;
+}
+
+/*
  * Every operator of the family for opcintype must be an ORDER BY operator
  * (opcintype, opcintype) -> float8, or (opcintype, any type) with
  * any_right; reports each one that is not.

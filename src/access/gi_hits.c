@@ -37,15 +37,18 @@ gi_hit_cursor_next(GiHitCursor *cur, const gi_hit *hit)
 
 /*
  * An ordered scan's descriptor with room for its ORDER BY values, and the
- * AM's opaque state (zeroed, opaque_size bytes) in scan->opaque.
+ * AM's opaque state (zeroed, opaque_size bytes, a GiScanHead first) in
+ * scan->opaque.
  */
 IndexScanDesc
 gi_scan_begin(Relation index, int nkeys, int norderbys, Size opaque_size)
 {
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
 
+	Assert(opaque_size >= sizeof(GiScanHead));
 	gi_stages_begin();
 	scan->opaque = palloc0(opaque_size);
+	((GiScanHead *) scan->opaque)->limit = gi_scan_limit_of(index);
 	if (norderbys > 0)
 	{
 		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);

@@ -3,7 +3,8 @@
  *		Ordered index scans: ORDER BY col <op> const [LIMIT k].
  *
  * The scan asks the device service for the gpuivf.scan_batch nearest rows
- * of the gpuivf.probes nearest lists.  The service answers in ascending
+ * of the gpuivf.probes nearest lists, or as many as the LIMIT above the
+ * scan will fetch (gi_scan_limit.c).  The service answers in ascending
  * (distance, key) order, deterministically, so when the executor wants
  * more (large LIMIT, filters, invisible rows) the scan asks again for
  * twice as many and returns only hits strictly after the last (distance,
@@ -43,6 +44,7 @@
 
 typedef struct GpuivfScanOpaqueData
 {
+	GiScanHead	head;			/* first: the shared scan code's part */
 	MemoryContext cxt;			/* query and answers; reset at rescan */
 	bool		have_query;		/* false: NULL query or empty index */
 	float4	   *query;
@@ -232,6 +234,8 @@ search(IndexScanDesc scan, uint32 k)
 
 	if (so->hits)
 		pfree(so->hits);
+	elog(DEBUG1, "gpuivf scan of \"%s\": the nearest %u rows of %u lists",
+		 RelationGetRelationName(scan->indexRelation), k, so->probes);
 	so->hits = gpuivf_search_service(scan->indexRelation, so->dim, so->query, 1,
 									 so->rerank ? (uint32) Min((uint64) k * so->rerank,
 															   (uint64) GPUIVF_MAX_K) : k,
@@ -262,7 +266,9 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 			return false;
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(scan->indexRelation);
-		search(scan, (uint32) gpuivf_scan_batch);
+		/* re-ranking keeps its candidates: the group a LIMIT is exact in */
+		search(scan, gi_scan_first_k(scan, (uint32) gpuivf_scan_batch, GPUIVF_MAX_K,
+									 so->rerank == 0));
 	}
 
 	for (;;)
@@ -293,7 +299,8 @@ gpuivf_gettuple(IndexScanDesc scan, ScanDirection dir)
 			/* the probed lists are spent: probe more, from the nearest again */
 			so->probes = (uint32) Min((uint64) so->probes * 2, (uint64) so->max_probes);
 			gi_hit_cursor_reset(&so->cursor);
-			search(scan, (uint32) gpuivf_scan_batch);
+			search(scan, gi_scan_first_k(scan, (uint32) gpuivf_scan_batch, GPUIVF_MAX_K,
+										 false));
 			continue;
 		}
 		if (!so->more)

@@ -6,9 +6,10 @@
  * spvec_inner_product rounds it, ties by TID.  Two stages:
  *
  *	1. the device service's hits with a negative distance (a positive
- *	   score), gpusparse.scan_batch first, then four times as many each
- *	   time the executor wants more, continuing after the last (distance,
- *	   key) returned;
+ *	   score), gpusparse.scan_batch first (or the LIMIT above the scan,
+ *	   gi_scan_limit.c, when the executor does not re-order), then four
+ *	   times as many each time the executor wants more, continuing after
+ *	   the last (distance, key) returned;
  *	2. once the service gives a hit at distance >= 0 or has no more, the
  *	   rest of the index in order: the rows that share no term with the
  *	   query (distance 0, which the service never sees as candidates) and
@@ -41,6 +42,7 @@ typedef struct TailRow
 
 typedef struct GpusparseScanOpaqueData
 {
+	GiScanHead	head;			/* first: the shared scan code's part */
 	const GpusparseValueMap *map;
 	MemoryContext cxt;			/* query and answers; reset at rescan */
 	bool		have_query;		/* false: NULL query or empty index */
@@ -281,7 +283,9 @@ gpusparse_gettuple(IndexScanDesc scan, ScanDirection dir)
 			return false;
 		/* this session's own new rows must be searchable */
 		gi_flush_inserts(scan->indexRelation);
-		search(scan, (uint32) gpusparse_scan_batch);
+		/* the executor's re-ordering of a recheck reads past the LIMIT */
+		search(scan, gi_scan_first_k(scan, (uint32) gpusparse_scan_batch, GPUSPARSE_MAX_K,
+									 !so->recheck));
 	}
 
 	for (;;)
