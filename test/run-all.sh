@@ -25,9 +25,17 @@ sudo_if make -s install PG_CONFIG="$PG_CONFIG" ${GPUINDEX_MAKE_ARGS:-} >/dev/nul
 
 status=0
 summary=""
+# GPUINDEX_SUITE_PARTS="pg_regress tap multi_device": only the parts named (by
+# the word before any blank of their name, or a scenario's file name)
 run_part() {
 	local name=$1
 	shift
+	if [ -n "${GPUINDEX_SUITE_PARTS:-}" ]; then
+		case " $GPUINDEX_SUITE_PARTS " in
+		*" ${name%% *} "*) ;;
+		*) return 0 ;;
+		esac
+	fi
 	echo "== $name"
 	if "$@"; then summary+="$name: ok"$'\n'; else summary+="$name: FAILED"$'\n'; status=1; fi
 }

@@ -20,3 +20,4 @@ for r in 1 2 3 4; do
 		for c in 1 8; do echo "$r,$1,$2,$c,$(pgb_tps $c q.sql "-c gpuindex.client_spin_us=$2")"; done
 	done
 done; } | tee $OUT/spin.csv
+run "pg_ctl -D $D/data -m fast stop >/dev/null"

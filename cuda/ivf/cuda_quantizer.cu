@@ -86,32 +86,60 @@ gi_cu_ivf_centroids(gi_store *s, gi_cu_ivf *iv, const float *centroids)
 
 /* ---- queries --------------------------------------------------------------- */
 
-/* |q|^2 in float (fine scan) and in host-order double (coarse), and qd */
-__global__ void
+/*
+ * |q|^2 of one query in float (fine scan) and in host-order double
+ * (coarse), and its double copy qd (or NULL); warp-collective, every lane
+ * gets both sums.  Lanes load 32 dimensions at a time (coalesced), and
+ * every lane adds their squares in dimension order, so both sums are the
+ * host's, operation for operation, as in gi_k_refine_all.
+ */
+__device__ __forceinline__ void
+gi_qnorms(const float *__restrict__ v, uint32_t W, float *fn, double *dn, double *qd)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	float		f = 0.0f;
+	double		d = 0.0;
+
+	for (uint32_t j0 = 0; j0 < W; j0 += 32)
+	{
+		uint32_t	j = j0 + lane;
+		uint32_t	n = W - j0 < 32 ? W - j0 : 32;
+		float		x = j < W ? v[j] : 0.0f;
+		double		t = __dmul_rn((double) x, (double) x);
+
+		if (qd && j < W)
+			qd[j] = (double) x;
+		for (uint32_t e = 0; e < n; e++)
+		{
+			float		xe = __shfl_sync(GI_CU_FULL_MASK, x, e);
+
+			f = fmaf(xe, xe, f);
+			d = __dadd_rn(d, __shfl_sync(GI_CU_FULL_MASK, t, e));
+		}
+	}
+	*fn = f;
+	*dn = d;
+}
+
+/* the norms and qd of every query, one warp a query */
+#define GI_CU_QPREP_WARPS 8
+
+__global__ void __launch_bounds__(GI_CU_QPREP_WARPS * 32)
 gi_k_qprep(const float *__restrict__ q, uint32_t qc, uint32_t W, float *qn,
 		   double *qnd, double *qd)
 {
-	uint32_t	i = blockIdx.x * blockDim.x + threadIdx.x;
-	const float *v;
-	float		f = 0.0f;
-	double		d = 0.0;
-	uint32_t	j;
+	const uint32_t i = blockIdx.x * GI_CU_QPREP_WARPS + (threadIdx.x >> 5);
+	float		f;
+	double		d;
 
 	if (i >= qc)
-		return;
-	v = q + (size_t) i * W;
-	for (j = 0; j < W; j++)
+		return;					/* warp-uniform */
+	gi_qnorms(q + (size_t) i * W, W, &f, &d, qd ? qd + (size_t) i * W : NULL);
+	if ((threadIdx.x & 31) == 0)
 	{
-		float		x = v[j];
-		double		xd = (double) x;
-
-		f = fmaf(x, x, f);
-		d = __dadd_rn(d, __dmul_rn(xd, xd));
-		if (qd)
-			qd[(size_t) i * W + j] = xd;
+		qn[i] = f;
+		qnd[i] = d;
 	}
-	qn[i] = f;
-	qnd[i] = d;
 }
 
 /* ---- step 1: approximate distances, in place as ordered keys --------------- */
@@ -220,16 +248,31 @@ gi_k_refine(const uint32_t *__restrict__ cand, uint32_t pp, uint32_t P,
  * (coalesced) and form their terms; every lane then adds the 32 terms in
  * dimension order, so the sum is gi_k_refine's and the host's, operation
  * for operation, while the loads of many lists are in flight at once.
+ * The query's norms come from gi_qnorms, in place of gi_k_qprep: block 0's
+ * first warp stores them (qn, qnd) for the fine scan, and for cosine every
+ * warp computes |q|^2 for itself.
  */
 __global__ void __launch_bounds__(256)
 gi_k_refine_all(uint32_t nl, const float *__restrict__ cent, uint32_t W,
-				const float *__restrict__ queries, const double *__restrict__ qnd,
+				const float *__restrict__ queries, float *qn, double *qnd,
 				const double *__restrict__ cn, int metric, uint64_t *rkey)
 {
 	const uint32_t lane = threadIdx.x & 31;
 	const uint32_t q = blockIdx.y;
 	const uint32_t wpb = blockDim.x >> 5;
 	const float *qv = queries + (size_t) q * W;
+	const bool	cosine = metric != GI_METRIC_L2 && metric != GI_METRIC_IP;
+	float		qf = 0.0f;
+	double		qd = 0.0;
+
+	/* warp-uniform */
+	if (cosine || (blockIdx.x == 0 && threadIdx.x < 32))
+		gi_qnorms(qv, W, &qf, &qd, NULL);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+	{
+		qn[q] = qf;
+		qnd[q] = qd;
+	}
 
 	for (uint32_t l = blockIdx.x * wpb + (threadIdx.x >> 5); l < nl; l += gridDim.x * wpb)
 	{
@@ -261,10 +304,10 @@ gi_k_refine_all(uint32_t nl, const float *__restrict__ cent, uint32_t W,
 			v = acc;
 		else if (metric == GI_METRIC_IP)
 			v = -acc;
-		else if (qnd[q] == 0.0 || cn[l] == 0.0)
+		else if (qd == 0.0 || cn[l] == 0.0)
 			v = __longlong_as_double(0x7ff0000000000000LL);
 		else
-			v = __dsub_rn(1.0, __ddiv_rn(acc, __dmul_rn(__dsqrt_rn(qnd[q]),
+			v = __dsub_rn(1.0, __ddiv_rn(acc, __dmul_rn(__dsqrt_rn(qd),
 														 __dsqrt_rn(cn[l]))));
 		if (lane == 0)
 			rkey[(size_t) q * nl + l] = gi_d2ord(gi_rank_double(v));
@@ -299,10 +342,14 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 		st = gi_cu_buf_reserve(&iv->s_qd, (size_t) qc * W * sizeof(double));
 	if (st != GI_OK)
 		return st;
-	gi_k_qprep<<<gi_cu_div_up(qc, 128), 128, 0, s->ss>>>(
-		(const float *) iv->s_q.p, qc, W, (float *) iv->s_qn.p,
-		(double *) iv->s_qnd.p, gemm ? (double *) iv->s_qd.p : NULL);
-	GI_CU_TRY(cudaGetLastError());
+	/* the direct path computes the norms in its own kernel */
+	if (gemm || P >= nl)
+	{
+		gi_k_qprep<<<gi_cu_div_up(qc, GI_CU_QPREP_WARPS), GI_CU_QPREP_WARPS * 32, 0, s->ss>>>(
+			(const float *) iv->s_q.p, qc, W, (float *) iv->s_qn.p,
+			(double *) iv->s_qnd.p, gemm ? (double *) iv->s_qd.p : NULL);
+		GI_CU_TRY(cudaGetLastError());
+	}
 	if (P >= nl)
 		return GI_OK;
 
@@ -356,8 +403,9 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 		dim3		grid(gi_cu_div_up(nl, 8), qc);
 
 		gi_k_refine_all<<<grid, 256, 0, s->ss>>>(nl, iv->d_cent, W, (const float *) iv->s_q.p,
-												 (const double *) iv->s_qnd.p, iv->d_cnorm,
-												 (int) metric, (uint64_t *) iv->s_rkey.p);
+												 (float *) iv->s_qn.p, (double *) iv->s_qnd.p,
+												 iv->d_cnorm, (int) metric,
+												 (uint64_t *) iv->s_rkey.p);
 		gi_k_select_lists<<<qc, 256, 0, s->ss>>>((const uint64_t *) iv->s_rkey.p, nl, P,
 												  (uint32_t *) iv->s_probe.p);
 		GI_CU_TRY(cudaGetLastError());
