@@ -27,6 +27,7 @@
 #   AB_HOST_THREADS [1: on the host backend the service searches the next part of a batch
 #   on one core while the session checks rows on another, as beside a GPU; 0 for pgbench
 #   runs that should use every core] AB_PORT [55450] AB_DIR [/tmp/gpuindex-bench-ab]
+#   AB_CONF [none: lines added to postgresql.conf, e.g. "gpuindex.client_spin_us = 100"]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$(dirname "$here")")
@@ -89,6 +90,7 @@ unix_socket_directories = '$D'
 shared_buffers = 1GB
 fsync = off
 max_connections = 40
+${AB_CONF:-}
 CONF
 cat >"$D/setup.sql" <<SQL
 CREATE EXTENSION gpuindex;

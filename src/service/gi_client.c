@@ -95,11 +95,30 @@ client_spin_us(void)
 	return host ? 0 : 100;
 }
 
+/*
+ * Sessions that may be waiting for answers while one polls: the online CPUs
+ * less one (the service's), at least one.  When more wait, the sessions
+ * they wait behind need the cores to finish their statements, and a
+ * session polling would take one of them, so it sleeps at once instead.
+ */
+static uint32
+max_waiting_to_poll(void)
+{
+	static uint32 max = 0;
+
+	if (max == 0)
+	{
+		long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		max = cpus > 2 ? (uint32) (cpus - 1) : 1;
+	}
+	return max;
+}
+
 static void
-wait_for_answer(GiSlot *slot)
+wait_loop(GiSlot *slot, TimestampTz spin_until)
 {
 	TimestampTz	no_service_since = 0;
-	TimestampTz spin_until = GetCurrentTimestamp() + client_spin_us();
 
 	for (;;)
 	{
@@ -144,6 +163,25 @@ wait_for_answer(GiSlot *slot)
 							   GI_NO_SERVICE_TIMEOUT_MS / 1000),
 					 errhint("Check the server log for why the \"gpuindex device service\" background worker does not start.")));
 	}
+}
+
+/* until the slot's answer is there: polling first when cores are free, then asleep */
+static void
+wait_for_answer(GiSlot *slot)
+{
+	int			spin_us = client_spin_us();
+	uint32		waiting = pg_atomic_add_fetch_u32(&gi_shared->waiting, 1);
+
+	PG_TRY();
+	{
+		wait_loop(slot, spin_us > 0 && waiting <= max_waiting_to_poll() ?
+				  GetCurrentTimestamp() + spin_us : 0);
+	}
+	PG_FINALLY();
+	{
+		pg_atomic_fetch_sub_u32(&gi_shared->waiting, 1);
+	}
+	PG_END_TRY();
 }
 
 /* fill the idle slot with call (payload already in place) and queue it */

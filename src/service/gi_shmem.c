@@ -73,6 +73,7 @@ gi_shmem_attach(void)
 
 		memset(gi_shared, 0, offsetof(GiShared, slots));
 		SpinLockInit(&gi_shared->mutex);
+		pg_atomic_init_u32(&gi_shared->waiting, 0);
 		gi_shared->nslots = n;
 		for (int i = 0; i < n; i++)
 		{

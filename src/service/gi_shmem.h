@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
@@ -64,6 +65,8 @@ typedef struct GiShared
 	bool		host_searches;	/* the service searches on the host's cores
 								 * (the host backend), which sessions share */
 	uint64		seq;			/* request counter, for FIFO within a round */
+
+	pg_atomic_uint32 waiting;	/* sessions waiting for an answer (no mutex) */
 
 	int			nslots;
 	GiSlot		slots[FLEXIBLE_ARRAY_MEMBER];
