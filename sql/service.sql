@@ -8,7 +8,8 @@ SELECT gpuindex_ping();
 SELECT pid > 0 AS has_pid, generation >= 1 AS has_generation,
        backend IN ('cpu', 'cuda') AS known_backend, device <> '' AS has_device,
        requests >= 1 AS counted, rounds >= 1 AS rounds_counted,
-       mean_batch >= 1 AS sane_mean_batch, devices >= 1 AS has_devices
+       mean_batch >= 1 AS sane_mean_batch, devices >= 1 AS has_devices,
+       waiting = 0 AS none_waiting
 FROM gpuindex_service();
 
 -- the service is the background worker the postmaster started, with no database

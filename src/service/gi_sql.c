@@ -75,8 +75,8 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	GiCall		call;
 	GiServiceInfo *info;
 	TupleDesc	tupdesc;
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[12];
+	bool		nulls[12] = {0};
 	TimestampTz started;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -103,6 +103,8 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	values[8] = Int64GetDatum((int64) info->stores);
 	values[9] = Int64GetDatum((int64) info->bytes);
 	values[10] = Int32GetDatum((int32) info->devices);
+	/* this session's own wait is over */
+	values[11] = Int32GetDatum((int32) pg_atomic_read_u32(&gi_shared->waiting));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -22,10 +22,11 @@ CREATE FUNCTION gpuindex_service(
 	OUT mean_batch float8,
 	OUT stores bigint,
 	OUT bytes bigint,
-	OUT devices integer)
+	OUT devices integer,
+	OUT waiting integer)
 	AS 'MODULE_PATHNAME', 'gpuindex_service' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION gpuindex_service() IS
-	'the gpuindex device service: process, compute backend (device: its first device; devices: how many it uses), request counters';
+	'the gpuindex device service: process, compute backend (device: its first device; devices: how many it uses), request counters, sessions waiting for an answer now';
 
 CREATE FUNCTION gpuindex_store_stats(
 	OUT dbid oid,

@@ -63,10 +63,12 @@ stats=$(latency_stats "$dir" $port)
 echo "# single searches during the batch: count, p99 ms, max ms, p50 ms: $stats"
 IFS='|' read -r n p99 max p50 <<<"$stats"
 check "single searches ran during the batch" 400 "$n"
-# (ten slices: a search waits for at most the slice in progress, and the
+# (twenty slices: a search waits for at most the slice in progress, and the
 # bound leaves room for the scheduler of a 2-core machine running the
-# batch's backend, the service and this session at once)
-p99_bound=$(( slice > 0 ? 10 * slice : 10 ))
+# batch's backend, the service's search threads and this session at once,
+# whose p99 there ranged over 2.7 - 20 ms between runs of the same code;
+# served in one piece, the batch holds every search for its 3 s or more)
+p99_bound=$(( slice > 0 ? 20 * slice : 20 ))
 check "single searches keep p99 < $p99_bound ms while another session's batch runs" 1 \
 	"$(awk -v p="$p99" -v b="$p99_bound" 'BEGIN { print (p < b) ? 1 : 0 }')"
 # (a bound on the worst wait, far above a slice: a first larger slice may
@@ -94,6 +96,10 @@ sleep 1
 s2=$(searches)
 echo "# queries searched in the second after: $((s2 - s1))"
 check "a cancelled batch stops costing the service work" 0 "$((s2 - s1))"
+# the sessions whose waits ended in a cancel no longer count as waiting
+# (a count left behind would stop every session's polling)
+check "no session counts as waiting after the cancelled waits" 0 \
+	"$(q "SELECT waiting FROM gpuindex_service()" | tail -1)"
 
 # A sliced sparse batch (variable-size queries) answers as the sequential
 # scan: 3,000 queries of 1 to 12 terms over 5,000 documents, top 5 of each,
