@@ -89,6 +89,13 @@ RESET plan_cache_mode;
 INSERT INTO sp_docs VALUES (5001, 0, '{1:9,2:9}/40'), (5002, 0, '{1:9,2:9}/40'),
 	(5003, 0, '{}/40'), (5004, 0, NULL);
 SELECT sp_check('{1:1,2:1}/40', 5);
+-- the 6 best rows dead to this snapshot but still in the index: a LIMIT 3
+-- scan, whose first search asks for 3 rows, must go on to the next ones
+BEGIN;
+DELETE FROM sp_docs WHERE id IN (SELECT id FROM sp_docs WHERE v IS NOT NULL
+	ORDER BY v <#> '{1:1,2:1}/40', ctid LIMIT 6);
+SELECT sp_check('{1:1,2:1}/40', 3);
+ROLLBACK;
 DELETE FROM sp_docs WHERE id % 3 = 0 OR id = 5001;
 VACUUM (INDEX_CLEANUP ON) sp_docs;
 SELECT sp_check('{1:1,2:1}/40', 5);
