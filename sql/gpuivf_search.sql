@@ -291,6 +291,15 @@ SELECT q, array(SELECT i.id FROM ivf_items i ORDER BY i.v <-> q.v LIMIT 2) = e.l
 FROM ivf_queries q JOIN ivf_exact e USING (q) WHERE q <= 2 ORDER BY q;
 SELECT count(*) FROM (SELECT id FROM ivf_items WHERE id % 2 = 0
 	ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
+-- two scans of one index in a plan: the same LIMIT sizes both, different ones neither
+SELECT count(*) FROM (
+	(SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3)
+	UNION ALL
+	(SELECT id FROM ivf_items ORDER BY v <-> '{1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}' LIMIT 3)) s;
+SELECT count(*) FROM (
+	(SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3)
+	UNION ALL
+	(SELECT id FROM ivf_items ORDER BY v <-> '{1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}' LIMIT 4)) s;
 SET gpuindex.limit_hint = off;
 SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
 RESET gpuindex.limit_hint;
