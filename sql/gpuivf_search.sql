@@ -272,6 +272,8 @@ SET jit = off;
 SET client_min_messages = debug1;
 SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
 SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3 OFFSET 2) s;
+-- a LIMIT past ten batches: the first search asks for ten (1000), then it grows
+SELECT count(*), count(DISTINCT id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 2500) s;
 PREPARE ivf_knn(real[], int) AS SELECT id FROM ivf_items ORDER BY v <-> $1 LIMIT $2;
 SET plan_cache_mode = force_generic_plan;
 SELECT count(*) FROM ivf_queries q WHERE q = 1 AND

@@ -207,8 +207,12 @@ gi_scan_limit_of(Relation index)
 /*
  * The first search of a scan: `batch` rows (the AM's setting) when no
  * LIMIT is known, else the LIMIT's rows, at least `batch` unless
- * may_shrink, at most max_k.
+ * may_shrink, and at most GI_LIMIT_BATCHES batches (a larger LIMIT, which
+ * may be far more than the index holds, goes on growing as before) and
+ * max_k.
  */
+#define GI_LIMIT_BATCHES 10
+
 uint32
 gi_scan_first_k(IndexScanDesc scan, uint32 batch, uint32 max_k, bool may_shrink)
 {
@@ -216,7 +220,7 @@ gi_scan_first_k(IndexScanDesc scan, uint32 batch, uint32 max_k, bool may_shrink)
 	uint64		k = batch;
 
 	if (limit > 0 && (may_shrink || limit > k))
-		k = limit;
+		k = Min(limit, (uint64) batch * GI_LIMIT_BATCHES);
 	return (uint32) Max(Min(k, (uint64) max_k), 1);
 }
 
