@@ -95,6 +95,10 @@ BEGIN;
 DELETE FROM sp_docs WHERE id IN (SELECT id FROM sp_docs WHERE v IS NOT NULL
 	ORDER BY v <#> '{1:1,2:1}/40', ctid LIMIT 6);
 SELECT sp_check('{1:1,2:1}/40', 3);
+SET LOCAL enable_seqscan = off;
+SET LOCAL jit = off;
+SET LOCAL client_min_messages = debug1;
+SELECT count(*) FROM (SELECT id FROM sp_docs ORDER BY v <#> '{1:1,2:1}/40' LIMIT 3) s;
 ROLLBACK;
 DELETE FROM sp_docs WHERE id % 3 = 0 OR id = 5001;
 VACUUM (INDEX_CLEANUP ON) sp_docs;

@@ -143,6 +143,8 @@ search(IndexScanDesc scan, uint32 k)
 
 	if (so->hits)
 		pfree(so->hits);
+	elog(DEBUG1, "gpusparse scan of \"%s\": the best %u rows",
+		 RelationGetRelationName(scan->indexRelation), k);
 	so->hits = gpusparse_search_service(scan->indexRelation, so->dim, so->packed,
 										so->packed_bytes, 1, k, &found);
 	so->k = k;
