@@ -302,6 +302,18 @@ SELECT count(*) FROM (
 	(SELECT id FROM ivf_items ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3)
 	UNION ALL
 	(SELECT id FROM ivf_items ORDER BY v <-> '{1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}' LIMIT 4)) s;
+-- a partitioned table: the LIMIT above the Merge Append sizes each partition's scan
+SET client_min_messages = notice;
+CREATE TABLE ivf_parts (id int, v real[]) PARTITION BY RANGE (id);
+CREATE TABLE ivf_parts_a PARTITION OF ivf_parts FOR VALUES FROM (1) TO (1501);
+CREATE TABLE ivf_parts_b PARTITION OF ivf_parts FOR VALUES FROM (1501) TO (3001);
+INSERT INTO ivf_parts SELECT id, v FROM ivf_items;
+CREATE INDEX ivf_parts_v ON ivf_parts USING gpuivf (v) WITH (lists = 10);
+EXPLAIN (COSTS OFF) SELECT id FROM ivf_parts ORDER BY v <-> '{5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5}' LIMIT 3;
+SET client_min_messages = debug1;
+SELECT array_agg(id) = (SELECT l2[1:3] FROM ivf_exact WHERE q = 1) AS exact
+FROM (SELECT id FROM ivf_parts ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
+DROP TABLE ivf_parts;
 SET gpuindex.limit_hint = off;
 SELECT array_agg(id) FROM (SELECT id FROM ivf_items ORDER BY v <-> (SELECT v FROM ivf_queries WHERE q = 1) LIMIT 3) s;
 RESET gpuindex.limit_hint;

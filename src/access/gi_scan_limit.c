@@ -6,7 +6,8 @@
  *		whatever the statement will fetch.
  *
  * After the executor has started a plan, each Limit node whose child is an
- * index scan of a gpuindex AM, without a filter of its own, with a count
+ * index scan of a gpuindex AM (or an Append or Merge Append of such scans:
+ * a partitioned table's), without a filter of its own, with a count
  * (and offset) known before the first row (a constant or a statement
  * parameter), notes offset + count for the scan's index.  The executor
  * begins an index scan only when it first reads it, so the note is kept
@@ -42,7 +43,7 @@ typedef struct LimitNote
 typedef struct PlanNotes
 {
 	LimitNote  *notes;
-	List	   *claimed;		/* the index scans right under a Limit */
+	List	   *claimed;		/* the index scans a Limit bounds */
 	MemoryContext cxt;
 	MemoryContextCallback gone;
 	struct PlanNotes *outer;
@@ -131,6 +132,38 @@ note(PlanNotes *pn, Relation index, uint64 limit)
 	pn->notes = n;
 }
 
+/*
+ * The scans under a Limit that it bounds: its child, or each child of an
+ * Append or Merge Append there (a partitioned table's partitions), which
+ * gives the Limit at most what the Limit fetches.
+ */
+static void
+note_bounded(PlanNotes *pn, PlanState *ps, LimitState *ls)
+{
+	if (ps == NULL)
+		return;
+	if (is_our_scan(ps))
+	{
+		MemoryContext old = MemoryContextSwitchTo(pn->cxt);
+
+		/* a filter above the scan may drop rows: the scan's own batch then */
+		note(pn, ((IndexScanState *) ps)->iss_RelationDesc,
+			 ps->qual == NULL ? limit_rows(ls) : 0);
+		pn->claimed = lappend(pn->claimed, ps);
+		MemoryContextSwitchTo(old);
+	}
+	else if (IsA(ps, MergeAppendState) && ps->qual == NULL)
+	{
+		for (int i = 0; i < ((MergeAppendState *) ps)->ms_nplans; i++)
+			note_bounded(pn, ((MergeAppendState *) ps)->mergeplans[i], ls);
+	}
+	else if (IsA(ps, AppendState) && ps->qual == NULL)
+	{
+		for (int i = 0; i < ((AppendState *) ps)->as_nplans; i++)
+			note_bounded(pn, ((AppendState *) ps)->appendplans[i], ls);
+	}
+}
+
 static bool
 note_walker(PlanState *ps, void *context)
 {
@@ -138,17 +171,8 @@ note_walker(PlanState *ps, void *context)
 
 	if (ps == NULL)
 		return false;
-	if (IsA(ps, LimitState) && is_our_scan(outerPlanState(ps)))
-	{
-		PlanState  *child = outerPlanState(ps);
-		MemoryContext old = MemoryContextSwitchTo(pn->cxt);
-
-		/* a filter above the scan may drop rows: the scan's own batch then */
-		note(pn, ((IndexScanState *) child)->iss_RelationDesc,
-			 child->qual == NULL ? limit_rows((LimitState *) ps) : 0);
-		pn->claimed = lappend(pn->claimed, child);
-		MemoryContextSwitchTo(old);
-	}
+	if (IsA(ps, LimitState))
+		note_bounded(pn, outerPlanState(ps), (LimitState *) ps);
 	else if (is_our_scan(ps) && !list_member_ptr(pn->claimed, ps))
 		note(pn, ((IndexScanState *) ps)->iss_RelationDesc, 0);
 	return planstate_tree_walker(ps, note_walker, context);
