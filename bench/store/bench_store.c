@@ -12,7 +12,9 @@
  *	 BENCH_LISTS (1024), BENCH_SKIP_SEARCH=1 (mutations and memory only),
  *	 BENCH_PROFILE=B:P[:R[:K]] (build, then R (3) searches of batch B, P probes, k K (10): for
  *	 ncu or nsys),
- *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop).
+ *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop),
+ *	 BENCH_DIR_SHAPES="1x16 2x16 1x32" with BENCH_PROFILE (the directory scan's
+ *	 shapes in turns: see dir_shapes).
  *	 Works with a module without the profile, copy-helper and chunk hooks
  *	 (it runs one configuration and counts device bytes with the old
  *	 layout's formula), for before/after runs on the same machine; the
@@ -134,6 +136,100 @@ ivf_search(gi_store *s, uint32_t dim, uint32_t nq, const float *qs, uint32_t pro
 
 	return C->kinds[GI_KIND_IVF]->search(s, &p, nq, qs, (size_t) nq * dim * sizeof(float), k,
 										 hits, found);
+}
+
+/*
+ * BENCH_DIR_SHAPES="BxI ..." with BENCH_PROFILE=B:P:R:K: the directory
+ * scan's shapes (B blocks an SM, I words a lane loads at a time) in turns,
+ * R searches each, every search of the round on the same batch (a fresh
+ * batch each round); prints each shape's p50 and p90 and how many hits
+ * differ from the first shape's (the shapes must give the same bits).
+ */
+static int
+dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t NQ,
+		   const float *qs, uint32_t B, uint32_t P, uint32_t R, uint32_t K)
+{
+	gi_cuda_ivf_set_dir_shape_fn set_shape =
+		(gi_cuda_ivf_set_dir_shape_fn) dlsym(handle, GI_CUDA_IVF_SET_DIR_SHAPE);
+	int			bps[16];
+	int			ilp[16];
+	int			ns = 0;
+	const char *c = spec;
+	double	   *t;
+	uint64_t   *differ;
+	gi_hit	   *ref = malloc((size_t) B * K * sizeof(gi_hit));
+	gi_hit	   *h = malloc((size_t) B * K * sizeof(gi_hit));
+	uint32_t   *fref = malloc(B * sizeof(uint32_t));
+	uint32_t   *f = malloc(B * sizeof(uint32_t));
+	int			n;
+
+	if (set_shape == NULL)
+	{
+		fprintf(stderr, "the module has no %s\n", GI_CUDA_IVF_SET_DIR_SHAPE);
+		return 77;
+	}
+	while (ns < 16 && sscanf(c, " %dx%d%n", &bps[ns], &ilp[ns], &n) == 2)
+	{
+		ns++;
+		c += n;
+	}
+	if (ns == 0 || R == 0)
+	{
+		fprintf(stderr, "BENCH_DIR_SHAPES: blocks-per-SM x words, e.g. \"1x16 2x16 1x32\"\n");
+		return 1;
+	}
+	t = malloc((size_t) ns * R * sizeof(double));
+	differ = calloc(ns, sizeof(uint64_t));
+	for (uint32_t r = 0; r < R; r++)
+	{
+		const float *q = qs + (size_t) (((uint64_t) r * B) % (NQ - B + 1)) * dim;
+
+		for (int i = 0; i < ns; i++)
+		{
+			gi_hit	   *out = i == 0 ? ref : h;
+			uint32_t   *fo = i == 0 ? fref : f;
+			double		t0;
+			gi_status	st;
+
+			set_shape(bps[i], ilp[i]);
+			t0 = now_ms();
+			st = ivf_search(s, dim, B, q, P, K, out, fo);
+			t[(size_t) i * R + r] = now_ms() - t0;
+			if (st != GI_OK)
+				die("search", st);
+			if (i > 0)
+				for (uint32_t j = 0; j < B; j++)
+				{
+					if (f[j] != fref[j])
+						differ[i] += K;
+					else
+						for (uint32_t e = 0; e < f[j]; e++)
+						{
+							const gi_hit *x = &h[(size_t) j * K + e];
+							const gi_hit *y = &ref[(size_t) j * K + e];
+
+							differ[i] += x->key != y->key ||
+								memcmp(&x->distance, &y->distance, sizeof(float)) != 0;
+						}
+				}
+		}
+	}
+	set_shape(0, 0);
+	for (int i = 0; i < ns; i++)
+	{
+		double		p50 = pct(t + (size_t) i * R, (int) R, 0.5);
+		double		p90 = pct(t + (size_t) i * R, (int) R, 0.9);
+
+		printf("dir shape %dx%d batch %u probes %u k %u: p50 %.4f ms p90 %.4f ms, %" PRIu64
+			   " hits differ\n", bps[i], ilp[i], B, P, K, p50, p90, differ[i]);
+	}
+	free(t);
+	free(differ);
+	free(ref);
+	free(h);
+	free(fref);
+	free(f);
+	return 0;
 }
 
 /* where a store's mutations spent their time since the last reset */
@@ -424,6 +520,8 @@ main(int argc, char **argv)
 					NQ, NQ * 64);
 			return 1;
 		}
+		if (getenv("BENCH_DIR_SHAPES"))
+			return dir_shapes(s, handle, getenv("BENCH_DIR_SHAPES"), dim, NQ, qs, B, P, R, K);
 		for (r = 0; r < R; r++)
 		{
 			t0 = now_ms();

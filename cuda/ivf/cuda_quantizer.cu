@@ -248,9 +248,10 @@ gi_k_refine(const uint32_t *__restrict__ cand, uint32_t pp, uint32_t P,
  * (coalesced) and form their terms; every lane then adds the 32 terms in
  * dimension order, so the sum is gi_k_refine's and the host's, operation
  * for operation, while the loads of many lists are in flight at once.
- * The query's norms come from gi_qnorms, in place of gi_k_qprep: block 0's
- * first warp stores them (qn, qnd) for the fine scan, and for cosine every
- * warp computes |q|^2 for itself.
+ * The query's norms come from gi_qnorms, in place of gi_k_qprep: the last
+ * block of the query's row does nothing else and stores them (qn, qnd) for
+ * the fine scan while the others compute the list distances, and for
+ * cosine every warp computes |q|^2 for itself.
  */
 __global__ void __launch_bounds__(256)
 gi_k_refine_all(uint32_t nl, const float *__restrict__ cent, uint32_t W,
@@ -260,21 +261,26 @@ gi_k_refine_all(uint32_t nl, const float *__restrict__ cent, uint32_t W,
 	const uint32_t lane = threadIdx.x & 31;
 	const uint32_t q = blockIdx.y;
 	const uint32_t wpb = blockDim.x >> 5;
+	const uint32_t nb = gridDim.x - 1;	/* blocks of lists; the last: norms */
 	const float *qv = queries + (size_t) q * W;
 	const bool	cosine = metric != GI_METRIC_L2 && metric != GI_METRIC_IP;
 	float		qf = 0.0f;
 	double		qd = 0.0;
 
 	/* warp-uniform */
-	if (cosine || (blockIdx.x == 0 && threadIdx.x < 32))
+	if (cosine || (blockIdx.x == nb && threadIdx.x < 32))
 		gi_qnorms(qv, W, &qf, &qd, NULL);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
+	if (blockIdx.x == nb)
 	{
-		qn[q] = qf;
-		qnd[q] = qd;
+		if (threadIdx.x == 0)
+		{
+			qn[q] = qf;
+			qnd[q] = qd;
+		}
+		return;
 	}
 
-	for (uint32_t l = blockIdx.x * wpb + (threadIdx.x >> 5); l < nl; l += gridDim.x * wpb)
+	for (uint32_t l = blockIdx.x * wpb + (threadIdx.x >> 5); l < nl; l += nb * wpb)
 	{
 		const float *c = cent + (size_t) l * W;
 		double		acc = 0.0;
@@ -399,8 +405,8 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 	}
 	else
 	{
-		/* every list of the few queries, a warp a list, then their P best */
-		dim3		grid(gi_cu_div_up(nl, 8), qc);
+		/* every list of the few queries, a warp a list (and a block for the norms), then their P best */
+		dim3		grid(gi_cu_div_up(nl, 8) + 1, qc);
 
 		gi_k_refine_all<<<grid, 256, 0, s->ss>>>(nl, iv->d_cent, W, (const float *) iv->s_q.p,
 												 (float *) iv->s_qn.p, (double *) iv->s_qnd.p,

@@ -119,6 +119,80 @@ gi_ld16(const unsigned int *p, float *x)
 				 : "l"(g));
 }
 
+/*
+ * N words (a multiple of GI_CU_ILP) from word j of this lane's slot, all
+ * loaded before their FMAs: the even words into the first sums, the odd
+ * into the second, in order.
+ */
+template <int N, bool L2>
+__device__ __forceinline__ void
+gi_slab_words(const unsigned int *p, const float *__restrict__ qv, uint32_t j,
+			  float &acc0, float &acc1, float &nrm0, float &nrm1)
+{
+	float		x[N];
+	int			t;
+
+#pragma unroll
+	for (t = 0; t < N; t += GI_CU_ILP)
+		gi_ld16(p + GI_SLAB_WORD(j + t), x + t);
+#pragma unroll
+	for (t = 0; t < N; t += 2)
+	{
+		if (L2)
+		{
+			float		d0 = x[t] - __ldg(qv + j + t);
+			float		d1 = x[t + 1] - __ldg(qv + j + t + 1);
+
+			acc0 = fmaf(d0, d0, acc0);
+			acc1 = fmaf(d1, d1, acc1);
+		}
+		else
+		{
+			acc0 = fmaf(x[t], __ldg(qv + j + t), acc0);
+			acc1 = fmaf(x[t + 1], __ldg(qv + j + t + 1), acc1);
+			nrm0 = fmaf(x[t], x[t], nrm0);
+			nrm1 = fmaf(x[t + 1], x[t + 1], nrm1);
+		}
+	}
+}
+
+/*
+ * The sums of this lane's slot over all W words, ILP words loaded at a time
+ * (GI_CU_ILP, or twice that where registers are to spare); the same words
+ * go into the same sums in the same order for any ILP, so the distances
+ * are the same bits.
+ */
+template <int ILP, bool L2>
+__device__ __forceinline__ void
+gi_slab_sums(const unsigned int *p, const float *__restrict__ qv, uint32_t W,
+			 float &acc0, float &acc1, float &nrm0, float &nrm1)
+{
+	uint32_t	j = 0;
+
+	for (; j + ILP <= W; j += ILP)
+		gi_slab_words<ILP, L2>(p, qv, j, acc0, acc1, nrm0, nrm1);
+	if (ILP > GI_CU_ILP)
+		for (; j + GI_CU_ILP <= W; j += GI_CU_ILP)
+			gi_slab_words<GI_CU_ILP, L2>(p, qv, j, acc0, acc1, nrm0, nrm1);
+	for (; j < W; j++)
+	{
+		float		x = __uint_as_float(__ldcg(p + GI_SLAB_WORD(j)));
+
+		if (L2)
+		{
+			float		d = x - __ldg(qv + j);
+
+			acc0 = fmaf(d, d, acc0);
+		}
+		else
+		{
+			acc0 = fmaf(x, __ldg(qv + j), acc0);
+			nrm0 = fmaf(x, x, nrm0);
+		}
+	}
+}
+
+template <int ILP = GI_CU_ILP>
 __device__ __forceinline__ float
 gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 				 const float *__restrict__ qv, float qn, uint32_t lane)
@@ -128,56 +202,13 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 	float		acc1 = 0.0f;
 	float		nrm0 = 0.0f;
 	float		nrm1 = 0.0f;
-	uint32_t	j = 0;
 
 	if (metric == GI_METRIC_L2)
 	{
-		for (; j + GI_CU_ILP <= W; j += GI_CU_ILP)
-		{
-			float		x[GI_CU_ILP];
-			int			t;
-
-			gi_ld16(p + GI_SLAB_WORD(j), x);
-#pragma unroll
-			for (t = 0; t < GI_CU_ILP; t += 2)
-			{
-				float		d0 = x[t] - __ldg(qv + j + t);
-				float		d1 = x[t + 1] - __ldg(qv + j + t + 1);
-
-				acc0 = fmaf(d0, d0, acc0);
-				acc1 = fmaf(d1, d1, acc1);
-			}
-		}
-		for (; j < W; j++)
-		{
-			float		d = __uint_as_float(__ldcg(p + GI_SLAB_WORD(j))) - __ldg(qv + j);
-
-			acc0 = fmaf(d, d, acc0);
-		}
+		gi_slab_sums<ILP, true>(p, qv, W, acc0, acc1, nrm0, nrm1);
 		return gi_rank_float(acc0 + acc1);
 	}
-	for (; j + GI_CU_ILP <= W; j += GI_CU_ILP)
-	{
-		float		x[GI_CU_ILP];
-		int			t;
-
-		gi_ld16(p + GI_SLAB_WORD(j), x);
-#pragma unroll
-		for (t = 0; t < GI_CU_ILP; t += 2)
-		{
-			acc0 = fmaf(x[t], __ldg(qv + j + t), acc0);
-			acc1 = fmaf(x[t + 1], __ldg(qv + j + t + 1), acc1);
-			nrm0 = fmaf(x[t], x[t], nrm0);
-			nrm1 = fmaf(x[t + 1], x[t + 1], nrm1);
-		}
-	}
-	for (; j < W; j++)
-	{
-		float		x = __uint_as_float(__ldcg(p + GI_SLAB_WORD(j)));
-
-		acc0 = fmaf(x, __ldg(qv + j), acc0);
-		nrm0 = fmaf(x, x, nrm0);
-	}
+	gi_slab_sums<ILP, false>(p, qv, W, acc0, acc1, nrm0, nrm1);
 	acc0 += acc1;
 	nrm0 += nrm1;
 	if (metric == GI_METRIC_IP)
@@ -188,7 +219,7 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 }
 
 /* one warp scores one slab */
-template <bool APPEND>
+template <bool APPEND, int ILP = GI_CU_ILP>
 __device__ __forceinline__ void
 gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 			 const float *qv, float qn, gi_topk_state &ts, float *sd,
@@ -204,7 +235,7 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 	if (bm == 0)
 		return;					/* warp-uniform */
 	data = gi_slab_data(a.slabs, slab);
-	d = gi_slab_distance(a.metric, data, a.W, qv, qn, lane);
+	d = gi_slab_distance<ILP>(a.metric, data, a.W, qv, qn, lane);
 	valid = gi_slot_live(bm, lane);
 	if (valid)
 		key = gi_slot_key(data, a.W, lane);
@@ -218,7 +249,7 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
  * The block's warps score n queued slabs, one slab per warp per round,
  * flushing the top-k between rounds (every thread of the block calls it)
  */
-template <bool APPEND>
+template <bool APPEND, int ILP = GI_CU_ILP>
 __device__ __forceinline__ void
 gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, uint32_t n, uint32_t q,
 			  const float *qv, float qn, gi_topk_state &ts, float *sd, uint64_t *sk)
@@ -231,7 +262,7 @@ gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, uint32_t n, uint32_t q,
 		uint32_t	i = b + warp;
 
 		if (i < n)
-			gi_scan_slab<APPEND>(a, qd[i], q, qv, qn, ts, sd, sk);
+			gi_scan_slab<APPEND, ILP>(a, qd[i], q, qv, qn, ts, sd, sk);
 		if (!APPEND && gi_topk_need_flush(ts, a.cap))
 			gi_topk_flush(ts, sd, sk, a.cap, a.k);
 	}
@@ -294,9 +325,13 @@ gi_k_scan(gi_scan_args a)
  * ..., so a list's slabs go to consecutive groups and every group gets
  * about the same share; no chain is walked.  The block numbers its slabs
  * by a scan of per-list counts (a window of GI_CU_SQ at a time) and its
- * warps score the window as gi_k_scan scores its queue.
+ * warps score the window as gi_k_scan scores its queue, ILP words a load
+ * batch; MINB is the launch bound's blocks an SM (two leave a block 64
+ * registers, enough for 16 words in flight a lane; one leaves 32 words
+ * room).
  */
-__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
+template <int ILP, int MINB>
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, MINB)
 gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 {
 	typedef cub::BlockScan<uint32_t, GI_CU_SCAN_THREADS> scan_t;
@@ -348,7 +383,7 @@ gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 			for (uint32_t i = pos < w0 ? w0 - pos : 0; i < n && pos + i < w0 + wlen; i++)
 				queue[pos + i - w0] = dir[base + first + i * a.G];
 			__syncthreads();
-			gi_scan_queue<false>(a, queue, wlen, q, qv, qn, ts, sd, sk);
+			gi_scan_queue<false, ILP>(a, queue, wlen, q, qv, qn, ts, sd, sk);
 			__syncthreads();
 		}
 	}
@@ -1069,15 +1104,54 @@ gi_cuda_ivf_set_scan(int mode)
 }
 
 /*
+ * The directory scan's shape (gi_cuda_ivf_set_dir_shape, a benchmark and
+ * test hook): blocks an SM for the query's groups, and words a lane loads
+ * before their FMAs: GI_CU_ILP, twice or four times that, or 0, the
+ * default: four times when the grid is one block an SM or less (the
+ * kernel's 168 registers leave room for one block only), else twice
+ * (docs/query-path.md has the measurements).
+ */
+#define GI_CU_DIR_BPS		1
+static int	gi_cu_dir_bps = GI_CU_DIR_BPS;
+static int	gi_cu_dir_ilp = 0;
+
+extern "C" void
+gi_cuda_ivf_set_dir_shape(int blocks_per_sm, int ilp)
+{
+	gi_cu_dir_bps = blocks_per_sm >= 1 && blocks_per_sm <= 8 ? blocks_per_sm : GI_CU_DIR_BPS;
+	gi_cu_dir_ilp = ilp == GI_CU_ILP || ilp == 2 * GI_CU_ILP || ilp == 4 * GI_CU_ILP ? ilp : 0;
+}
+
+/* the directory scan of `blocks` blocks, in the shape's kernel */
+static gi_status
+gi_cu_scan_dir(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, uint32_t blocks, size_t smem)
+{
+	const uint32_t *dir = (const uint32_t *) iv->dir.d_dir.p;
+	const uint32_t *off = (const uint32_t *) iv->dir.d_off.p;
+	int			ilp = gi_cu_dir_ilp;
+
+	if (ilp == 0)
+		ilp = blocks <= (uint32_t) s->dev->sms ? 4 * GI_CU_ILP : 2 * GI_CU_ILP;
+	if (ilp == 4 * GI_CU_ILP)
+		gi_k_scan_dir<4 * GI_CU_ILP, 1><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);
+	else if (ilp == 2 * GI_CU_ILP)
+		gi_k_scan_dir<2 * GI_CU_ILP, 1><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);
+	else
+		gi_k_scan_dir<GI_CU_ILP, 2><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);
+	GI_CU_TRY(cudaGetLastError());
+	return GI_OK;
+}
+
+/*
  * Blocks a query on the directory scan: its slabs are dealt to the blocks
  * whatever list they belong to, so unlike the chain walk (a group is a
- * set of lists) the query is not held to one block a probed list; a
- * block per SM spreads one query's slabs over the whole GPU.
+ * set of lists) the query is not held to one block a probed list; blocks
+ * on every SM spread one query's slabs over the whole GPU.
  */
 static uint32_t
 gi_cu_dir_groups(const gi_store *s, uint32_t qc, uint32_t G)
 {
-	uint32_t	g = gi_cu_div_up((uint32_t) s->dev->sms, qc);
+	uint32_t	g = gi_cu_div_up((uint32_t) (s->dev->sms * gi_cu_dir_bps), qc);
 
 	if (g < G)
 		g = G;
@@ -1235,11 +1309,16 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 			return st;
 	}
 	if (dir)
-		gi_k_scan_dir<<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(
-			a, (const uint32_t *) iv->dir.d_dir.p, (const uint32_t *) iv->dir.d_off.p);
+	{
+		st = gi_cu_scan_dir(s, iv, a, qc * G, smem);
+		if (st != GI_OK)
+			return st;
+	}
 	else
+	{
 		gi_k_scan<false><<<qc * G, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
-	GI_CU_TRY(cudaGetLastError());
+		GI_CU_TRY(cudaGetLastError());
+	}
 	if (G > 1)
 		return gi_cu_merge(s, a, qc, d_hits, d_found);
 	return GI_OK;

@@ -472,8 +472,10 @@ out:
  * against the host, on lists of very different lengths (one list holds
  * most records, so a group's share passes the slab queue and is scanned in
  * windows), with deleted records, for each metric; the directory's answer
- * bitwise equal to the chain walk's; and in the automatic mode the search
- * after a mutation (chain walk) and the one after it (directory).
+ * in each of its shapes (blocks an SM, words loaded at a time; a dimension
+ * that leaves a tail after 32- and 16-word batches) bitwise equal to the
+ * chain walk's; and in the automatic mode the search after a mutation
+ * (chain walk) and the one after it (directory).
  */
 static void
 test_few_query_dir(void)
@@ -481,7 +483,7 @@ test_few_query_dir(void)
 	pair		p;
 	rng			r = {4242};
 	uint32_t	n = (uint32_t) scaled(90000);
-	uint32_t	dim = 20;
+	uint32_t	dim = 53;
 	uint32_t	nl = 48;
 	uint32_t   *lists = malloc(n * sizeof(uint32_t));
 	uint64_t   *keys = malloc(n * sizeof(uint64_t));
@@ -523,27 +525,38 @@ test_few_query_dir(void)
 			cu_ivf_scan(GI_CU_SCAN_DIR);
 			ivf_compare_search(&p, metrics[m], nq, qs, probes, 10, what);
 			{
+				static const int dshape[][2] = {{1, 16}, {2, 16}, {3, 16}, {1, 32}, {2, 32}, {1, 64}, {1, 0}};
 				gi_hit	   *hd = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				gi_hit	   *hc = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				uint32_t   *fd = malloc(nq * sizeof(uint32_t));
 				uint32_t   *fc = malloc(nq * sizeof(uint32_t));
-				gi_status	sd = ivf_search(C, &p, p.c, metrics[m], nq, qs, probes, 100, hd, fd);
 				gi_status	sc;
 
 				cu_ivf_scan(GI_CU_SCAN_CHAINS);
 				sc = ivf_search(C, &p, p.c, metrics[m], nq, qs, probes, 100, hc, fc);
-				bool		same = sd == GI_OK && sc == GI_OK;
-
-				for (uint32_t q = 0; same && q < nq; q++)
+				cu_ivf_scan(GI_CU_SCAN_DIR);
+				for (size_t e = 0; e < (cu_ivf_dir_shape ? sizeof(dshape) / sizeof(dshape[0]) : 1); e++)
 				{
-					same = fd[q] == fc[q];
-					for (uint32_t h = 0; same && h < fd[q] && h < 100; h++)
-						same = hd[q * 100 + h].key == hc[q * 100 + h].key &&
-							memcmp(&hd[q * 100 + h].distance, &hc[q * 100 + h].distance,
-								   sizeof(float)) == 0;
+					gi_status	sd;
+					bool		same;
+
+					if (cu_ivf_dir_shape)
+						cu_ivf_dir_shape(dshape[e][0], dshape[e][1]);
+					sd = ivf_search(C, &p, p.c, metrics[m], nq, qs, probes, 100, hd, fd);
+					same = sd == GI_OK && sc == GI_OK;
+					for (uint32_t q = 0; same && q < nq; q++)
+					{
+						same = fd[q] == fc[q];
+						for (uint32_t h = 0; same && h < fd[q] && h < 100; h++)
+							same = hd[q * 100 + h].key == hc[q * 100 + h].key &&
+								memcmp(&hd[q * 100 + h].distance, &hc[q * 100 + h].distance,
+									   sizeof(float)) == 0;
+					}
+					EXPECT(same, "%s: nq %u probes %u, shape %dx%d: the directory's hits differ from the chain walk's",
+						   what, nq, probes, dshape[e][0], dshape[e][1]);
 				}
-				EXPECT(same, "%s: nq %u probes %u: the directory's hits differ from the chain walk's",
-					   what, nq, probes);
+				if (cu_ivf_dir_shape)
+					cu_ivf_dir_shape(0, 0);
 				free(hd);
 				free(hc);
 				free(fd);
