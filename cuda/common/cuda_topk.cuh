@@ -3,10 +3,12 @@
  *		Block-level selection primitives of the search:
  *
  *	- gi_block_select: the m smallest of n (key, id) pairs, by a radix
- *	  select on 64-bit ordered keys (8 passes of 8 bits) followed by a
+ *	  select on 64-bit ordered keys (up to 8 passes of 8 bits) followed by a
  *	  radix select on the ids among the keys equal to the pivot, so that
  *	  ties go to the smaller id exactly as the host ranks lists by
- *	  (distance, list number).  O(n) per pass, no sort.
+ *	  (distance, list number).  O(n) per pass, no sort.  It stops as soon
+ *	  as the bin that holds the m-th key is needed whole: then no key of
+ *	  the answer ties with one outside it.
  *
  *	- gi_topk_*: a block's running top-k of (distance, key) pairs in
  *	  shared memory for k <= GI_CU_FAST_K.  Warps append candidates that
@@ -103,6 +105,7 @@ gi_block_select(uint32_t n, uint32_t m, KeyF key, IdF id, uint32_t *out,
 	uint32_t	imask = 0;
 	uint32_t	i;
 	int			shift;
+	bool		whole = false;	/* the pivot's bin is taken whole */
 
 	if (m >= n)
 	{
@@ -131,11 +134,14 @@ gi_block_select(uint32_t n, uint32_t m, KeyF key, IdF id, uint32_t *out,
 		prefix |= (uint64_t) sm.digit << shift;
 		mask |= (uint64_t) 0xFF << shift;
 		remaining = sm.rem;
+		whole = sm.hist[sm.digit] == remaining;
 		__syncthreads();
+		if (whole)
+			break;				/* block-uniform */
 	}
 
 	/* among keys == K, the `remaining` smallest ids: pivot id I */
-	for (shift = 24; shift >= 0; shift -= 8)
+	for (shift = 24; !whole && shift >= 0; shift -= 8)
 	{
 		for (i = tid; i < 256; i += bs)
 			sm.hist[i] = 0;
@@ -163,7 +169,7 @@ gi_block_select(uint32_t n, uint32_t m, KeyF key, IdF id, uint32_t *out,
 	{
 		uint64_t	k = key(i);
 
-		if (k < prefix || (k == prefix && id(i) <= iprefix))
+		if (whole ? (k & mask) <= prefix : k < prefix || (k == prefix && id(i) <= iprefix))
 			out[atomicAdd(&sm.cnt, 1u)] = id(i);
 	}
 	__syncthreads();

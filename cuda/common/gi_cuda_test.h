@@ -87,8 +87,9 @@ typedef void (*gi_cuda_ivf_set_scan_fn) (int mode);
 /*
  * The IVF kind's directory scan of few queries: blocks_per_sm (1-8) blocks
  * an SM share a query's slabs, and ilp (16, 32 or 64) words a lane loads
- * before their FMAs; anything else resets that part to the default (1; 64
- * or 32 by the grid's size, cuda_search.cu).
+ * before their FMAs; anything else resets that part to the default (one
+ * block an SM for one query, two for more; 64 or 32 words by the grid's
+ * size: cuda_search.cu).
  * The answers are the same bits in every shape.  Process-wide.
  */
 typedef void (*gi_cuda_ivf_set_dir_shape_fn) (int blocks_per_sm, int ilp);

@@ -1106,19 +1106,19 @@ gi_cuda_ivf_set_scan(int mode)
 /*
  * The directory scan's shape (gi_cuda_ivf_set_dir_shape, a benchmark and
  * test hook): blocks an SM for the query's groups, and words a lane loads
- * before their FMAs: GI_CU_ILP, twice or four times that, or 0, the
- * default: four times when the grid is one block an SM or less (the
- * kernel's 168 registers leave room for one block only), else twice
+ * before their FMAs (GI_CU_ILP, twice or four times that).  0 is the
+ * default: one block an SM for one query, two for more; four times the
+ * words when the grid is one block an SM or less (the kernel's 168
+ * registers leave room for one block only), else twice
  * (docs/query-path.md has the measurements).
  */
-#define GI_CU_DIR_BPS		1
-static int	gi_cu_dir_bps = GI_CU_DIR_BPS;
+static int	gi_cu_dir_bps = 0;
 static int	gi_cu_dir_ilp = 0;
 
 extern "C" void
 gi_cuda_ivf_set_dir_shape(int blocks_per_sm, int ilp)
 {
-	gi_cu_dir_bps = blocks_per_sm >= 1 && blocks_per_sm <= 8 ? blocks_per_sm : GI_CU_DIR_BPS;
+	gi_cu_dir_bps = blocks_per_sm >= 1 && blocks_per_sm <= 8 ? blocks_per_sm : 0;
 	gi_cu_dir_ilp = ilp == GI_CU_ILP || ilp == 2 * GI_CU_ILP || ilp == 4 * GI_CU_ILP ? ilp : 0;
 }
 
@@ -1151,7 +1151,8 @@ gi_cu_scan_dir(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, uint32_t block
 static uint32_t
 gi_cu_dir_groups(const gi_store *s, uint32_t qc, uint32_t G)
 {
-	uint32_t	g = gi_cu_div_up((uint32_t) (s->dev->sms * gi_cu_dir_bps), qc);
+	uint32_t	bps = gi_cu_dir_bps ? (uint32_t) gi_cu_dir_bps : qc == 1 ? 1 : 2;
+	uint32_t	g = gi_cu_div_up((uint32_t) s->dev->sms * bps, qc);
 
 	if (g < G)
 		g = G;

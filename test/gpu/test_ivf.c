@@ -525,7 +525,7 @@ test_few_query_dir(void)
 			cu_ivf_scan(GI_CU_SCAN_DIR);
 			ivf_compare_search(&p, metrics[m], nq, qs, probes, 10, what);
 			{
-				static const int dshape[][2] = {{1, 16}, {2, 16}, {3, 16}, {1, 32}, {2, 32}, {1, 64}, {1, 0}};
+				static const int dshape[][2] = {{1, 16}, {2, 16}, {3, 16}, {1, 32}, {2, 32}, {1, 64}, {1, 0}, {0, 0}};
 				gi_hit	   *hd = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				gi_hit	   *hc = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				uint32_t   *fd = malloc(nq * sizeof(uint32_t));
@@ -1092,6 +1092,84 @@ out:
 }
 
 /*
+ * Lists at equal distances: 96 centroids that are five distinct points
+ * (dimension 6, coordinates in halves), rows spread over all lists, and
+ * queries that sit on a centroid, between centroids or anywhere, so that
+ * many lists tie exactly and the P-th probed list is often one of a tie:
+ * the probed lists must be the host's (by distance, then list number) on
+ * the direct path (a few queries) and the DGEMM path (a batch), for each
+ * metric and for probes at and between the ties; also distinct centroids,
+ * whose selection ends before the last byte of the keys.
+ */
+static void
+test_list_ties(void)
+{
+	pair		p;
+	rng			r = {3141};
+	uint32_t	n = 6000;
+	uint32_t	dim = 6;
+	uint32_t	nl = 96;
+	uint32_t   *lists = malloc(n * sizeof(uint32_t));
+	uint64_t   *keys = malloc(n * sizeof(uint64_t));
+	float	   *pay = malloc((size_t) n * dim * sizeof(float));
+	static const uint32_t probes[] = {1, 3, 10, 11, 32, 95};
+	uint32_t	nq = 60;
+	float	   *qs = NULL;
+	uint32_t	i;
+
+	if (!ivf_pair(&p, nl, dim, 0, &r))
+		goto out;
+	for (int distinct = 0; distinct < 2; distinct++)
+	{
+		float	   *cent = ivf_centroids(&p);
+
+		for (i = 0; i < nl * dim; i++)
+			cent[i] = distinct ? rfloat(&r) :
+				(float) ((int) ((i / dim) % 9 * 7 + i % dim) % 5) * 0.5f - 1.0f;
+		ivf_resend(&p);
+		if (distinct == 0)
+		{
+			for (i = 0; i < n; i++)
+			{
+				random_vector(&r, pay + (size_t) i * dim, dim, false);
+				lists[i] = rbelow(&r, nl);
+				keys[i] = 7 + (uint64_t) i * 5;
+			}
+			do_insert(&p, n, lists, keys, pay, "list ties fill");
+		}
+		free(qs);
+		qs = ivf_random_queries(&p, &r, nq);
+		for (uint32_t q = 0; q < nq; q++)
+		{
+			float	   *v = qs + (size_t) q * dim;
+			const float *c = cent + (size_t) rbelow(&r, nl) * dim;
+			const float *c2 = cent + (size_t) rbelow(&r, nl) * dim;
+
+			if (q % 3 == 0)
+				memcpy(v, c, dim * sizeof(float));
+			else if (q % 3 == 1)
+				for (uint32_t j = 0; j < dim; j++)
+					v[j] = (c[j] + c2[j]) * 0.5f;
+		}
+		for (int m = 0; m < 3; m++)
+			for (size_t t = 0; t < sizeof(probes) / sizeof(probes[0]); t++)
+			{
+				ivf_compare_search(&p, (gi_metric) m, 4, qs, probes[t], 10,
+								   distinct ? "distinct centroids, few queries" :
+								   "tied lists, few queries");
+				ivf_compare_search(&p, (gi_metric) m, nq, qs, probes[t], 10,
+								   distinct ? "distinct centroids, a batch" : "tied lists, a batch");
+			}
+	}
+out:
+	pair_close(&p);
+	free(qs);
+	free(lists);
+	free(keys);
+	free(pay);
+}
+
+/*
  * set_state once per store generation: the search uses the latest
  * state's centroids and metric; a state replaced after inserts moves
  * which lists are probed but not the records.
@@ -1205,6 +1283,7 @@ ivf_summary(void)
 static const test_case ivf_tests[] = {
 	{"ivf: invalid arguments and empty stores", test_invalid, false},
 	{"ivf: set_state replaces centroids and metric", test_set_state, false},
+	{"ivf: lists at equal distances probed as the host probes them", test_list_ties, false},
 	{"random differential, 1-slab chunks", test_diff_small_chunks, false},
 	{"random differential, multi-posting keys", test_diff_multi_posting, false},
 	{"random differential, one list", test_diff_single_list, false},
