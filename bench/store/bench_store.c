@@ -14,7 +14,9 @@
  *	 ncu or nsys),
  *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop),
  *	 BENCH_DIR_SHAPES="1x16 2x16 1x32" with BENCH_PROFILE (the directory scan's
- *	 shapes in turns: see dir_shapes).
+ *	 shapes in turns: see dir_shapes), BENCH_AFTER_WRITE=1 with BENCH_PROFILE
+ *	 (searches right after a write, chain walk against a rebuilt directory:
+ *	 see after_write).
  *	 Works with a module without the profile, copy-helper and chunk hooks
  *	 (it runs one configuration and counts device bytes with the old
  *	 layout's formula), for before/after runs on the same machine; the
@@ -232,7 +234,86 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 	return 0;
 }
 
-/* where a store's mutations spent their time since the last reset */
+/*
+ * BENCH_AFTER_WRITE=1 with BENCH_PROFILE=B:P:R:K: searches right after a
+ * write, as a store being written between its searches sees them.  Each
+ * round deletes one stored row and puts it back (the store's generation
+ * moves), then searches a fresh batch with the chain walk, with the
+ * directory rebuilt for it and in the automatic mode (GI_CU_SCAN_CHAINS,
+ * GI_CU_SCAN_DIR, GI_CU_SCAN_AUTO), a write before each; prints each way's
+ * p50 and p90 (the search call, rebuild included) and the hits that differ
+ * from the chain walk's.
+ */
+static int
+after_write(gi_store *s, void *handle, uint32_t dim, uint32_t NQ, const float *qs,
+			const float *x, const uint32_t *lists, const uint64_t *keys, uint32_t N,
+			uint32_t B, uint32_t P, uint32_t R, uint32_t K)
+{
+	gi_cuda_ivf_set_scan_fn set_scan = (gi_cuda_ivf_set_scan_fn) dlsym(handle, GI_CUDA_IVF_SET_SCAN);
+	static const int modes[3] = {GI_CU_SCAN_CHAINS, GI_CU_SCAN_DIR, GI_CU_SCAN_AUTO};
+	static const char *names[3] = {"chain walk", "directory rebuilt", "automatic"};
+	double	   *t = malloc((size_t) 3 * R * sizeof(double));
+	gi_hit	   *h[3];
+	uint32_t   *f[3];
+	uint64_t	differ = 0;
+
+	if (set_scan == NULL || R == 0)
+	{
+		fprintf(stderr, "the module has no %s\n", GI_CUDA_IVF_SET_SCAN);
+		return 77;
+	}
+	for (int m = 0; m < 3; m++)
+	{
+		h[m] = malloc((size_t) B * K * sizeof(gi_hit));
+		f[m] = malloc(B * sizeof(uint32_t));
+	}
+	for (uint32_t r = 0; r < R; r++)
+	{
+		const float *q = qs + (size_t) (((uint64_t) r * B) % (NQ - B + 1)) * dim;
+
+		for (int m = 0; m < 3; m++)
+		{
+			uint32_t	j = (uint32_t) (((uint64_t) r * 3 + m) * 7919 % N);
+			double		t0;
+			gi_status	st;
+
+			st = C->store_delete(s, 1, &keys[j], NULL);
+			if (st == GI_OK)
+				st = C->store_insert(s, 1, &lists[j], &keys[j], x + (size_t) j * dim, NULL);
+			if (st != GI_OK)
+				die("write", st);
+			set_scan(modes[m]);
+			t0 = now_ms();
+			st = ivf_search(s, dim, B, q, P, K, h[m], f[m]);
+			t[(size_t) m * R + r] = now_ms() - t0;
+			if (st != GI_OK)
+				die("search", st);
+		}
+		for (int m = 1; m < 3; m++)
+			for (uint32_t i = 0; i < B; i++)
+			{
+				if (f[0][i] != f[m][i])
+					differ += K;
+				else
+					for (uint32_t e = 0; e < f[0][i]; e++)
+						differ += h[0][(size_t) i * K + e].key != h[m][(size_t) i * K + e].key;
+			}
+	}
+	set_scan(GI_CU_SCAN_AUTO);
+	for (int m = 0; m < 3; m++)
+		printf("after a write, %s, batch %u probes %u k %u: p50 %.4f ms p90 %.4f ms, %" PRIu64
+			   " hits differ\n", names[m], B, P, K, pct(t + (size_t) m * R, (int) R, 0.5),
+			   pct(t + (size_t) m * R, (int) R, 0.9), differ);
+	for (int m = 0; m < 3; m++)
+	{
+		free(h[m]);
+		free(f[m]);
+	}
+	free(t);
+	return 0;
+}
+
+/* where a store's mutations spent their time since the last reset *//* where a store's mutations spent their time since the last reset */
 static void
 print_profile(gi_store *s, const char *what, double per)
 {
@@ -520,6 +601,8 @@ main(int argc, char **argv)
 					NQ, NQ * 64);
 			return 1;
 		}
+		if (getenv("BENCH_AFTER_WRITE"))
+			return after_write(s, handle, dim, NQ, qs, x, lists, keys, N, B, P, R, K);
 		if (getenv("BENCH_DIR_SHAPES"))
 			return dir_shapes(s, handle, getenv("BENCH_DIR_SHAPES"), dim, NQ, qs, B, P, R, K);
 		for (r = 0; r < R; r++)
