@@ -158,7 +158,7 @@ gi_slab_words(const unsigned int *p, const float *__restrict__ qv, uint32_t j,
 
 /*
  * The sums of this lane's slot over all W words, ILP words loaded at a time
- * (GI_CU_ILP, or twice that where registers are to spare); the same words
+ * (GI_CU_ILP, or two or four times that where registers are to spare); the same words
  * go into the same sums in the same order for any ILP, so the distances
  * are the same bits.
  */
@@ -326,9 +326,8 @@ gi_k_scan(gi_scan_args a)
  * about the same share; no chain is walked.  The block numbers its slabs
  * by a scan of per-list counts (a window of GI_CU_SQ at a time) and its
  * warps score the window as gi_k_scan scores its queue, ILP words a load
- * batch; MINB is the launch bound's blocks an SM (two leave a block 64
- * registers, enough for 16 words in flight a lane; one leaves 32 words
- * room).
+ * batch; MINB is the launch bound's blocks an SM (two leave a block the
+ * registers for 16 words in flight a lane, one for 32 or 64).
  */
 template <int ILP, int MINB>
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS, MINB)
