@@ -157,10 +157,10 @@ gi_slab_words(const unsigned int *p, const float *__restrict__ qv, uint32_t j,
 }
 
 /*
- * The sums of this lane's slot over all W words, ILP words loaded at a time
- * (GI_CU_ILP, or two or four times that where registers are to spare); the same words
- * go into the same sums in the same order for any ILP, so the distances
- * are the same bits.
+ * The sums of this lane's slot over all W words, ILP words loaded at a
+ * time (GI_CU_ILP, or two or four times that where registers are to
+ * spare); the same words go into the same sums in the same order for any
+ * ILP, so the distances are the same bits.
  */
 template <int ILP, bool L2>
 __device__ __forceinline__ void
