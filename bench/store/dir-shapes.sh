@@ -7,8 +7,8 @@
 # table and plot (dir_shapes_report.py) to OUTDIR/dir-shapes.{md,png}.
 #
 #   bash bench/store/dir-shapes.sh OUTDIR MODULE.so
-#   DS_SHAPES ["1x16 2x16 3x16 1x32 2x32"]
-#   DS_PROFILES ["1:32:400:10 1:32:400:100 1:16:400:10 8:32:200:10 32:32:100:10"]
+#   DS_SHAPES ["1x16 0x0 1x64 2x32 1x32": 0 takes the default's choice for that part]
+#   DS_PROFILES ["1:32:600:10 2:32:400:10 4:32:300:10 8:32:300:10 1:16:600:10 32:32:150:10"]
 #   BENCH_N [450000]  BENCH_LISTS [700]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,10 +16,10 @@ out=${1:?usage: dir-shapes.sh OUTDIR MODULE.so}
 so=${2:?module}
 mkdir -p "$out"
 export BENCH_N=${BENCH_N:-450000} BENCH_LISTS=${BENCH_LISTS:-700}
-export BENCH_DIR_SHAPES=${DS_SHAPES:-1x16 2x16 3x16 1x32 2x32}
+export BENCH_DIR_SHAPES=${DS_SHAPES:-1x16 0x0 1x64 2x32 1x32}
 csv=$out/dir-shapes.csv
 echo "profile,shape,p50_ms,p90_ms,hits_differ" >"$csv"
-for prof in ${DS_PROFILES:-1:32:400:10 1:32:400:100 1:16:400:10 8:32:200:10 32:32:100:10}; do
+for prof in ${DS_PROFILES:-1:32:600:10 2:32:400:10 4:32:300:10 8:32:300:10 1:16:600:10 32:32:150:10}; do
 	BENCH_PROFILE=$prof timeout 300 "$here/bench_store.run" "$so" >"$out/run.txt" 2>&1 ||
 		{ echo "profile $prof failed:"; tail -5 "$out/run.txt"; continue; }
 	grep '^dir shape' "$out/run.txt"
