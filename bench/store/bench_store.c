@@ -140,6 +140,31 @@ ivf_search(gi_store *s, uint32_t dim, uint32_t nq, const float *qs, uint32_t pro
 										 hits, found);
 }
 
+/* hits of B queries (k each) that differ from the reference's: key or distance bits */
+static uint64_t
+hits_differ(const gi_hit *h, const uint32_t *f, const gi_hit *ref, const uint32_t *fref,
+			uint32_t B, uint32_t K)
+{
+	uint64_t	n = 0;
+
+	for (uint32_t j = 0; j < B; j++)
+	{
+		if (f[j] != fref[j])
+		{
+			n += K;
+			continue;
+		}
+		for (uint32_t e = 0; e < f[j]; e++)
+		{
+			const gi_hit *x = &h[(size_t) j * K + e];
+			const gi_hit *y = &ref[(size_t) j * K + e];
+
+			n += x->key != y->key || memcmp(&x->distance, &y->distance, sizeof(float)) != 0;
+		}
+	}
+	return n;
+}
+
 /*
  * BENCH_DIR_SHAPES="BxI ..." with BENCH_PROFILE=B:P:R:K: the directory
  * scan's shapes (B blocks an SM, I words a lane loads at a time) in turns,
@@ -200,20 +225,7 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 			if (st != GI_OK)
 				die("search", st);
 			if (i > 0)
-				for (uint32_t j = 0; j < B; j++)
-				{
-					if (f[j] != fref[j])
-						differ[i] += K;
-					else
-						for (uint32_t e = 0; e < f[j]; e++)
-						{
-							const gi_hit *x = &h[(size_t) j * K + e];
-							const gi_hit *y = &ref[(size_t) j * K + e];
-
-							differ[i] += x->key != y->key ||
-								memcmp(&x->distance, &y->distance, sizeof(float)) != 0;
-						}
-				}
+				differ[i] += hits_differ(h, f, ref, fref, B, K);
 		}
 	}
 	set_shape(0, 0);
@@ -241,8 +253,9 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
  * moves), then searches a fresh batch with the chain walk, with the
  * directory rebuilt for it and in the automatic mode (GI_CU_SCAN_CHAINS,
  * GI_CU_SCAN_DIR, GI_CU_SCAN_AUTO), a write before each; prints each way's
- * p50 and p90 (the search call, rebuild included) and the hits that differ
- * from the chain walk's.
+ * p50 and p90 (the search call, rebuild included) and its hits that differ
+ * from the chain walk's (key or distance bits; the ways search the same
+ * rows, so none may).
  */
 static int
 after_write(gi_store *s, void *handle, uint32_t dim, uint32_t NQ, const float *qs,
@@ -255,7 +268,7 @@ after_write(gi_store *s, void *handle, uint32_t dim, uint32_t NQ, const float *q
 	double	   *t = malloc((size_t) 3 * R * sizeof(double));
 	gi_hit	   *h[3];
 	uint32_t   *f[3];
-	uint64_t	differ = 0;
+	uint64_t	differ[3] = {0, 0, 0};
 
 	if (set_scan == NULL || R == 0)
 	{
@@ -290,20 +303,13 @@ after_write(gi_store *s, void *handle, uint32_t dim, uint32_t NQ, const float *q
 				die("search", st);
 		}
 		for (int m = 1; m < 3; m++)
-			for (uint32_t i = 0; i < B; i++)
-			{
-				if (f[0][i] != f[m][i])
-					differ += K;
-				else
-					for (uint32_t e = 0; e < f[0][i]; e++)
-						differ += h[0][(size_t) i * K + e].key != h[m][(size_t) i * K + e].key;
-			}
+			differ[m] += hits_differ(h[m], f[m], h[0], f[0], B, K);
 	}
 	set_scan(GI_CU_SCAN_AUTO);
 	for (int m = 0; m < 3; m++)
 		printf("after a write, %s, batch %u probes %u k %u: p50 %.4f ms p90 %.4f ms, %" PRIu64
 			   " hits differ\n", names[m], B, P, K, pct(t + (size_t) m * R, (int) R, 0.5),
-			   pct(t + (size_t) m * R, (int) R, 0.9), differ);
+			   pct(t + (size_t) m * R, (int) R, 0.9), differ[m]);
 	for (int m = 0; m < 3; m++)
 	{
 		free(h[m]);
@@ -313,7 +319,7 @@ after_write(gi_store *s, void *handle, uint32_t dim, uint32_t NQ, const float *q
 	return 0;
 }
 
-/* where a store's mutations spent their time since the last reset *//* where a store's mutations spent their time since the last reset */
+/* where a store's mutations spent their time since the last reset */
 static void
 print_profile(gi_store *s, const char *what, double per)
 {

@@ -22,7 +22,7 @@ printf '\\set id random(1, %s)\nINSERT INTO t SELECT nextval('"'ins'"'), v FROM 
 	"$rows" >$D/w.sql
 chown $PG_USER $D/q.sql $D/w.sql
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo host, $(nproc) cores); $rows x 128 random rows, ${UW_LISTS:-450} lists, probes ${UW_PROBES:-16}; writer $rate inserts/s" | tee $OUT/device.txt
-# one search run of $2 clients: "qps,latency_ms"
+# one search run of $1 clients: "qps,latency_ms"
 search() {
 	run "pgbench -h $D -p $PGB_PORT -n -M prepared -c $1 -j $1 -T $secs -f q.sql postgres" 2>&1 |
 		awk '/^latency average/ {l = $4} /^tps = / {t = $3} END {print t "," l}'

@@ -405,7 +405,10 @@ gi_cu_coarse(gi_store *s, gi_cu_ivf *iv, uint32_t qc, uint32_t P,
 	}
 	else
 	{
-		/* every list of the few queries, a warp a list (and a block for the norms), then their P best */
+		/*
+		 * every list of the few queries, a warp a list (and a block for the
+		 * norms), then their P best
+		 */
 		dim3		grid(gi_cu_div_up(nl, 8) + 1, qc);
 
 		gi_k_refine_all<<<grid, 256, 0, s->ss>>>(nl, iv->d_cent, W, (const float *) iv->s_q.p,
