@@ -1,14 +1,16 @@
-"""dir-shapes.sh's CSV: a markdown table (p50 per shape and profile, ratio to the first
-   shape) and a bar plot.  python3 dir_shapes_report.py CSV STEM NOTE"""
+"""dir-shapes.sh's and after-write.sh's CSV: a markdown table (p50 per shape or way and
+   profile, ratio to the first) and a bar plot.
+   python3 dir_shapes_report.py CSV STEM NOTE [TITLE]"""
 import csv
 import sys
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 stem, note = sys.argv[2], sys.argv[3]
+title = sys.argv[4] if len(sys.argv) > 4 else "The directory scan's shapes"
 profiles = list(dict.fromkeys(r["profile"] for r in rows))
 shapes = list(dict.fromkeys(r["shape"] for r in rows))
 val = {(r["profile"], r["shape"]): r for r in rows}
-lines = ["# The directory scan's shapes", "", note, "",
+lines = ["# " + title, "", note, "",
          "| profile | " + " | ".join(f"{s} p50 ms (p90)" for s in shapes) + " | best ÷ " + shapes[0] + " | hits differing |",
          "|---|" + "---|" * len(shapes) + "---|---|"]
 for p in profiles:
@@ -42,7 +44,7 @@ for i, s in enumerate(shapes):
 ax.set_xticks([j + w * (len(shapes) - 1) / 2 for j in range(len(profiles))])
 ax.set_xticklabels(profiles)
 ax.set_ylabel("p50 ms")
-ax.set_title("directory scan shapes (blocks/SM x words)")
+ax.set_title(title if len(sys.argv) > 4 else "directory scan shapes (blocks/SM x words)")
 ax.legend()
 fig.tight_layout()
 fig.savefig(stem + ".png")

@@ -73,8 +73,9 @@ typedef gi_status (*gi_cuda_store_set_insert_chunk_fn) (gi_store *store, uint32_
 
 /*
  * How the IVF kind's scan of few queries and the IVF-PQ kind's scan find
- * the slabs of the probed lists: GI_CU_SCAN_AUTO (the slab directory when the store did not change
- * since its last search, else the chain walk), GI_CU_SCAN_CHAINS (the
+ * the slabs of the probed lists: GI_CU_SCAN_AUTO (the slab directory,
+ * rebuilt when stale, except in concurrent mode while the store changes
+ * between searches: the chain walk then), GI_CU_SCAN_CHAINS (the
  * chain walk) or GI_CU_SCAN_DIR (the directory, rebuilt whenever stale).
  * Process-wide; tests compare the paths.
  */

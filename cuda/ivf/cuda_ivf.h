@@ -135,11 +135,11 @@ extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
 								  gi_cu_fine_fn fine, void *arg);
 
 /*
- * Whether a scan may take the slab directory iv->dir: it is brought up to
- * date when the store did not change since the kind's last search (a
- * read-mostly store pays for the rebuild once; a store written between
- * its searches keeps the chain walk and rebuilds nothing).  Test hook
- * gi_cuda_ivf_set_scan forces either way.
+ * Whether a scan may take the slab directory iv->dir, brought up to date
+ * (a rebuild after a write costs less than walking the longest probed
+ * chain).  Where searches may overlap mutations (the store's concurrent
+ * mode) a changed store keeps the chain walk until it is stable again.
+ * Test hook gi_cuda_ivf_set_scan forces either way.
  */
 extern bool gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv);
 

@@ -1167,7 +1167,7 @@ gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv)
 	iv->dir_seen = true;
 	iv->dir_seen_gen = s->gen;
 	if (gi_cu_ivf_scan_mode() == GI_CU_SCAN_CHAINS ||
-		(gi_cu_ivf_scan_mode() == GI_CU_SCAN_AUTO && !stable &&
+		(gi_cu_ivf_scan_mode() == GI_CU_SCAN_AUTO && s->concurrent && !stable &&
 		 !(iv->dir.valid && iv->dir.gen == s->gen)))
 		return false;
 	return gi_cu_slabdir_update(s, &iv->dir, s->ss) == GI_OK;

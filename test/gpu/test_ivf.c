@@ -474,8 +474,8 @@ out:
  * windows), with deleted records, for each metric; the directory's answer
  * in each of its shapes (blocks an SM, words loaded at a time; a dimension
  * that leaves a tail after 32- and 16-word batches) bitwise equal to the
- * chain walk's; and in the automatic mode the search after a mutation
- * (chain walk) and the one after it (directory).
+ * chain walk's; and in the automatic mode the search after a mutation (the
+ * directory rebuilt) and the one after it.
  */
 static void
 test_few_query_dir(void)
@@ -565,7 +565,7 @@ test_few_query_dir(void)
 			free(qs);
 		}
 
-	/* automatic: a mutation, then the chain walk, then the directory */
+	/* automatic: a mutation, then the directory rebuilt, then as it is */
 	cu_ivf_scan(GI_CU_SCAN_AUTO);
 	for (i = 0; i < 3; i++)
 	{
