@@ -34,6 +34,8 @@ part() {
 	timeout "$limit" "$@" >"$logdir/$name.log" 2>&1
 	local rc=$?
 	tail -n 4 "$logdir/$name.log"
+	# the failed tests and their first failed checks, which the tail may not show
+	grep -E '^\[ FAIL \]|^  FAIL ' "$logdir/$name.log" | head -n 20
 	if [ $rc = 0 ]; then
 		summary+="$name: ok"$'\n'
 	else
