@@ -144,7 +144,6 @@ struct gi_store
 	size_t		slab_bytes;		/* one slab's data block */
 	bool		broken;			/* a device error left the device behind the mirror */
 	bool		concurrent;		/* searches may overlap mutations (tests) */
-	bool		search_flags_clean; /* d_flags[1] read back as 0 by the last search */
 
 	/* guards device pointers against a concurrent search (pool growth) */
 	std::mutex	mu;

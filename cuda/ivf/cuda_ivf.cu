@@ -302,10 +302,8 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	}
 	tm.on = iv->timing && iv->have_ev;
 
-	/* search kernels raise their flags in d_flags[1]: reset unless known 0 */
-	if (!s->search_flags_clean)
-		GI_CU_TRY(cudaMemsetAsync(s->d_flags + 1, 0, sizeof(uint32_t), s->ss));
-	s->search_flags_clean = false;
+	/* search kernels raise their flags in d_flags[1] */
+	GI_CU_TRY(cudaMemsetAsync(s->d_flags + 1, 0, sizeof(uint32_t), s->ss));
 
 	for (qa = 0; qa < nq; qa += qc_max)
 	{
@@ -368,7 +366,6 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		if (tm.on)
 			tm.pin_out += (double) (gi_ivf_now_ns() - th) / 1e6;
 	}
-	s->search_flags_clean = flags == 0;
 	if (tm.on)
 		gi_ivf_times_done(iv, &tm);
 	return GI_OK;

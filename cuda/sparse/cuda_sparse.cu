@@ -1156,7 +1156,6 @@ gi_cu_sparse_search(gi_store *s, const void *params, uint32_t nq, const void *qu
 		return GI_OK;
 	}
 	GI_CU_TRY(cudaMemsetAsync(s->d_flags + 1, 0, sizeof(uint32_t), s->ss));
-	s->search_flags_clean = false;
 	st = gi_cu_slabdir_update(s, &sp->dir, s->ss);
 	if (st != GI_OK)
 		return st;
