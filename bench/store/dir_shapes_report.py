@@ -6,7 +6,8 @@ import sys
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 stem, note = sys.argv[2], sys.argv[3]
-title = sys.argv[4] if len(sys.argv) > 4 else "The directory scan's shapes"
+title, plot_title = ((sys.argv[4], sys.argv[4]) if len(sys.argv) > 4 else
+                     ("The directory scan's shapes", "directory scan shapes (blocks/SM x words)"))
 profiles = list(dict.fromkeys(r["profile"] for r in rows))
 shapes = list(dict.fromkeys(r["shape"] for r in rows))
 val = {(r["profile"], r["shape"]): r for r in rows}
@@ -44,7 +45,7 @@ for i, s in enumerate(shapes):
 ax.set_xticks([j + w * (len(shapes) - 1) / 2 for j in range(len(profiles))])
 ax.set_xticklabels(profiles)
 ax.set_ylabel("p50 ms")
-ax.set_title(title if len(sys.argv) > 4 else "directory scan shapes (blocks/SM x words)")
+ax.set_title(plot_title)
 ax.legend()
 fig.tight_layout()
 fig.savefig(stem + ".png")
