@@ -1,7 +1,9 @@
 """Running k-NN queries through SQL: one client (our own timed loop, per-query latency
 and the ids for recall), many clients (pgbench with a custom script), and one round trip
 for a whole batch (gpuivf_search for gpuivf, a LATERAL join for pgvector)."""
+import os
 import re
+import resource
 import subprocess
 import time
 
@@ -69,18 +71,59 @@ def batch_split(conn, engine, index, table, metric, queries, k=10):
     return sent, counted
 
 
+SERVICE_TITLE = b"postgres: gpuindex device service"
+
+
+def _cpu_snapshot():
+    """(machine's busy and total clock ticks, the device service's CPU ticks, the
+    children's CPU seconds): Linux's /proc, all CPUs together."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:9]]
+    total, idle = sum(vals), vals[3] + vals[4]
+    service = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if not f.read().startswith(SERVICE_TITLE):
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            service += int(fields[11]) + int(fields[12])      # utime, stime
+        except OSError:
+            continue
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total - idle, total, service, ru.ru_utime + ru.ru_stime
+
+
+def cpu_use(before, after, wall):
+    """Cores kept busy between two _cpu_snapshot()s over `wall` seconds: the whole
+    machine, the device service, the client program (pgbench)."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    ncpu = os.cpu_count() or 1
+    tick = os.sysconf("SC_CLK_TCK")
+    return dict(cores=ncpu * busy / total if total else 0.0,
+                service=(after[2] - before[2]) / tick / wall if wall else 0.0,
+                client=(after[3] - before[3]) / wall if wall else 0.0)
+
+
 def pgbench(cluster, engine, table, qtable, metric, nq, clients, seconds, knob_value,
-            k=10, workdir=None, gucs=None):
+            k=10, workdir=None, gucs=None, cpu=None):
     """Transactions (queries) per second of `clients` pgbench sessions, each query a
-    random row of the queries table."""
+    random row of the queries table; with a dict `cpu`, the cores kept busy meanwhile
+    (cpu_use) go into it."""
     script = (workdir or cluster.dir) / f"knn-{engine.name}.sql"
     script.write_text(engine.pgbench_script(table, qtable, metric, nq, k))
     script.chmod(0o644)
     cmd = [cluster.bin("pgbench"), "-n", "-M", "prepared", "-f", str(script),
            "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds)]
+    before, t0 = _cpu_snapshot(), time.perf_counter()
     res = subprocess.run(cmd, env=cluster.env(**{engine.knob: knob_value}, **(gucs or {})),
                          text=True,
                          capture_output=True)
+    if cpu is not None:
+        cpu.update(cpu_use(before, _cpu_snapshot(), time.perf_counter() - t0))
     if res.returncode != 0:
         raise RuntimeError(f"pgbench failed: {res.stderr[-2000:]}")
     m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", res.stdout)

@@ -74,8 +74,7 @@ typedef gi_status (*gi_cuda_store_set_insert_chunk_fn) (gi_store *store, uint32_
 /*
  * How the IVF kind's scan of few queries and the IVF-PQ kind's scan find
  * the slabs of the probed lists: GI_CU_SCAN_AUTO (the slab directory,
- * rebuilt when stale, except in concurrent mode while the store changes
- * between searches: the chain walk then), GI_CU_SCAN_CHAINS (the
+ * rebuilt when stale; in concurrent mode the chain walk), GI_CU_SCAN_CHAINS (the
  * chain walk) or GI_CU_SCAN_DIR (the directory, rebuilt whenever stale).
  * Process-wide; tests compare the paths.
  */

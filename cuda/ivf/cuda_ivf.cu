@@ -44,7 +44,6 @@ gi_cu_ivf_release(gi_cu_ivf *iv)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		gi_cu_buf_free(bufs[i]);
 	gi_cu_slabdir_free(&iv->dir);
-	iv->dir_seen = false;
 	gi_cu_pinned_free(&iv->p_q);
 	gi_cu_pinned_free(&iv->p_res);
 	free(iv->h_cnt.p);

@@ -60,8 +60,6 @@ struct gi_cu_ivf
 
 	/* the slab directory of the few-query scan (cuda_search.cu) */
 	gi_cu_slabdir dir;
-	bool		dir_seen;		/* dir_seen_gen: the store's mutation counter */
-	uint64_t	dir_seen_gen;	/* at the last search */
 
 	/* stage times of the next searches (gpuindex.trace_stages) */
 	bool		timing;
@@ -138,7 +136,8 @@ extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
  * Whether a scan may take the slab directory iv->dir, brought up to date
  * (a rebuild after a write costs less than walking the longest probed
  * chain).  Where searches may overlap mutations (the store's concurrent
- * mode) a changed store keeps the chain walk until it is stable again.
+ * mode) the chain walk: a mutation could change the slab headers between
+ * the rebuild's passes.
  * Test hook gi_cuda_ivf_set_scan forces either way.
  */
 extern bool gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv);

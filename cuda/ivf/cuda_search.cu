@@ -1163,13 +1163,8 @@ gi_cu_dir_groups(const gi_store *s, uint32_t qc, uint32_t G)
 bool
 gi_cu_ivf_dir_ready(gi_store *s, gi_cu_ivf *iv)
 {
-	bool		stable = iv->dir_seen && iv->dir_seen_gen == s->gen;
-
-	iv->dir_seen = true;
-	iv->dir_seen_gen = s->gen;
 	if (gi_cu_ivf_scan_mode() == GI_CU_SCAN_CHAINS ||
-		(gi_cu_ivf_scan_mode() == GI_CU_SCAN_AUTO && s->concurrent && !stable &&
-		 !(iv->dir.valid && iv->dir.gen == s->gen)))
+		(gi_cu_ivf_scan_mode() == GI_CU_SCAN_AUTO && s->concurrent))
 		return false;
 	return gi_cu_slabdir_update(s, &iv->dir, s->ss) == GI_OK;
 }

@@ -34,11 +34,18 @@ def _sql_engine(ctx, rep, eng, clients):
                    qps_1_runs=stats.runs(qps), p50_ms=stats.median(p50),
                    p99_ms=stats.median(p99), seqscan_off=bool(forced))
         for c in clients:
-            runs = [sqlsearch.pgbench(ctx.cluster, eng, table, eng.table("q"), ds.metric,
-                                      len(ds.queries), c, o.seconds, knob, gucs=forced)
-                    for _ in range(o.repeats)]
+            runs, use = [], []
+            for _ in range(o.repeats):
+                use.append({})
+                runs.append(sqlsearch.pgbench(ctx.cluster, eng, table, eng.table("q"),
+                                              ds.metric, len(ds.queries), c, o.seconds, knob,
+                                              gucs=forced, cpu=use[-1]))
             row[f"qps_c{c}"] = stats.median(runs)
             row[f"qps_c{c}_runs"] = stats.runs(runs)
+            # where the clients' rate stops: cores of the machine, of the device
+            # service and of pgbench kept busy
+            for part in ("cores", "service", "client"):
+                row[f"cpu_{part}_c{c}"] = stats.median([u[part] for u in use])
         if not o.no_batch:
             secs, warm, server, brec = [], [], [], None
             for r in range(o.repeats):
@@ -59,7 +66,9 @@ def _sql_engine(ctx, rep, eng, clients):
                        batch_warm_ms=stats.median(warm) * 1e3 if warm else None,
                        batch_server_ms=stats.median(server) * 1e3 if server else None)
         ctx.log(f"  {eng.knob}={knob}: recall {rec:.3f}, 1 client {row['qps_1']:.0f} q/s"
-                + "".join(f", {c} clients {row[f'qps_c{c}']:.0f}" for c in clients)
+                + "".join(f", {c} clients {row[f'qps_c{c}']:.0f} (cores busy "
+                          f"{row[f'cpu_cores_c{c}']:.1f}, service {row[f'cpu_service_c{c}']:.2f},"
+                          f" pgbench {row[f'cpu_client_c{c}']:.2f})" for c in clients)
                 + (f", batch {row['qps_batch']:.0f}" if "qps_batch" in row else ""))
         rep.add(**row)
     ctx.conn.execute("RESET enable_seqscan")
