@@ -31,7 +31,8 @@ def options(argv):
     g.add_argument("--refs", default="auto",
                    help="no-database references: auto (Faiss CPU, plus Faiss GPU and cuVS "
                         "when a GPU is present), none, or a list of faiss-ivf,faiss-hnsw,"
-                        "faiss-gpu-ivf,faiss-gpu-wheel,cuvs-ivf,cuvs-cagra")
+                        "faiss-gpu-ivf,faiss-gpu-ivfpq,faiss-gpu-wheel,cuvs-ivf,cuvs-cagra "
+                        "(pqmodes: faiss-gpu-ivfpq)")
     g.add_argument("--lists", type=int, help="IVF lists (default: round(sqrt(rows)))")
     g.add_argument("--m", type=int, default=16, help="HNSW m")
     g.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")

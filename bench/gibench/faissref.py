@@ -171,7 +171,8 @@ def _cuda_available():
 
 def engines(names):
     """The reference engines named (faiss-ivf, faiss-hnsw, faiss-gpu-ivf: the C++ program
-    of bench/faiss-gpu/ or else the faiss-gpu wheel, faiss-gpu-wheel: the wheel, installed
+    of bench/faiss-gpu/ or else the faiss-gpu wheel, faiss-gpu-ivfpq: that program's
+    IVF-PQ, faiss-gpu-wheel: the wheel, installed
     apart and run by wheel_sweep.py, or else in this process when its faiss is a GPU build,
     cuvs-ivf, cuvs-cagra); GPU ones are skipped with a note when no GPU or wheel is
     present."""
@@ -192,6 +193,12 @@ def engines(names):
                                        "(.faissgpu/faiss_gpu_bench) nor a faiss-gpu wheel")
                 else:
                     out.append(FaissGpu(name, "ivf"))
+            elif name == "faiss-gpu-ivfpq":
+                cli = faiss_gpu_cli()
+                if not (cli and gpu_present()):
+                    raise RuntimeError("no GPU, or no Faiss GPU program "
+                                       "(.faissgpu/faiss_gpu_bench)")
+                out.append(FaissGpuPqCli(name, cli))
             elif name == "faiss-gpu-wheel":
                 wheel = faiss_gpu_wheel(name)
                 if wheel:
@@ -240,6 +247,8 @@ class FaissGpuCli:
     structure = "ivf"
     label = "Faiss GPU IVF-Flat (no database)"
 
+    mode = "sweep"
+
     def __init__(self, name, command, timeout=300, label=None, env=None):
         """command: the program (a path) or a list (interpreter, script); env: variables
         set for it (PYTHONPATH, LD_LIBRARY_PATH: prepended to this process's)."""
@@ -247,6 +256,10 @@ class FaissGpuCli:
         self.binary = " ".join(self.command)
         self.name, self.timeout, self.env = name, timeout, env or {}
         self.label = label or self.label
+
+    def mode_args(self, ds):
+        """The mode's own options for dataset ds."""
+        return []
 
     def threads(self, n):
         pass
@@ -277,10 +290,10 @@ class FaissGpuCli:
         out = workdir / f"{self.name}-sweep.csv"
         if out.exists():
             out.unlink()
-        cmd = self.command + ["sweep", "--base", str(base), "--queries", str(q), "--gt", str(gt),
+        cmd = self.command + [self.mode, "--base", str(base), "--queries", str(q), "--gt", str(gt),
                "--lists", str(lists), "--probes", ",".join(str(p) for p in probes),
                "--batch", ",".join(str(b) for b in batches), "--metric", ds.metric,
-               "--repeats", str(repeats), "--csv", str(out)]
+               "--repeats", str(repeats), "--csv", str(out)] + self.mode_args(ds)
         env = os.environ.copy()
         d = os.path.dirname(os.path.abspath(self.command[-1]))
         extra = dict(self.env)
@@ -325,6 +338,21 @@ class FaissGpuCli:
                 row.setdefault("recall", many[0]["recall10"])
             out.append(row)
         return out
+
+
+class FaissGpuPqCli(FaissGpuCli):
+    """Faiss GPU IVF-PQ (GpuIndexIVFPQ) through the C++ program's pqsweep mode, in the
+    shape of gpuivf's quantizer = 'pq' defaults: 2-d sub-spaces (M = dim / 2; dim when
+    dim is odd), 8 bits, and our training's size (100 x 256 residuals, 10 iterations);
+    with and without Faiss's precomputed tables (L2).  Its CSV adds m, nbits and the
+    device bytes a vector; "system" names the table mode."""
+    mode = "pqsweep"
+    label = "Faiss GPU IVF-PQ (no database)"
+
+    def mode_args(self, ds):
+        m = ds.dim // 2 if ds.dim % 2 == 0 else ds.dim
+        return ["--m", str(m), "--nbits", "8", "--pq-per-entry", "100", "--pq-niter", "10",
+                "--precomputed", "0,1" if ds.metric == "l2" else "0"]
 
 
 def gpu_present():

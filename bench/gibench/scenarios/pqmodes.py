@@ -13,7 +13,9 @@ to --nq, one statement), the batch statement's time with its rows counted on the
 (--repeats runs, median, 1,000 queries), and with gpuindex.trace_stages on, the compute
 backend's own stages of that batch (the CUDA backend's coarse quantizer and fine scan +
 top-k).  The modes of an index share its codes and the probed lists, so the ratios to its
-`lut` row compare the scoring alone."""
+`lut` row compare the scoring alone.  With --refs faiss-gpu-ivfpq, Faiss's GPU IVF-PQ on the
+same vectors and lists in the same run (FaissGpuPqCli: its search call alone, and its
+device bytes a vector)."""
 import numpy as np
 
 from .. import plots, sqlsearch, stats
@@ -98,6 +100,10 @@ def run(ctx):
                   "gpuindex.trace_stages"):
             ctx.conn.execute(f"RESET {s}")
         ctx.conn.execute(f"DROP TABLE {table} CASCADE")
+    # the GPU peer in the same run: Faiss's IVF-PQ on the same vectors and lists
+    for ref in [r for r in ctx.ref_engines if getattr(r, "mode", "") == "pqsweep"]:
+        if not ctx.out_of_time(rep, f"{ref.name} (whole sweep)", reserve=10):
+            ctx.guarded(rep, ref.name, _faiss_pq, ctx, rep, ref, lists, probes_list, nq, mem)
     modes = [r for r in rep.rows if r.get("kind") != "memory"]
     rep.table("Memory a row of each index", MEMORY_COLUMNS, rows=mem)
     rep.table("IVF-PQ search modes: recall and batch time (one index per row group, same "
@@ -107,6 +113,32 @@ def run(ctx):
          if r.get("kind") != "memory"],
         stem, [("qps", f"batch of {nq} queries")]))
     return rep
+
+
+def _faiss_pq(ctx, rep, ref, lists, probes_list, nq, mem):
+    """Faiss GPU IVF-PQ's rows: one a (table mode, probes), the whole batch in one call
+    (no database: compare with the fine_us + coarse_us of ours), and its memory."""
+    o = ctx.opts
+    passes = max(3, o.repeats)
+    rows = ref.run_sweep(ctx.ds, lists, probes_list, [nq], ctx.cluster.dir / "faiss-gpu",
+                         repeats=passes, timeout=max(10, min(ref.timeout, ctx.time_left())),
+                         log=ctx.log)
+    for system in sorted({r["system"] for r in rows}):
+        mine = [r for r in rows if r["system"] == system]
+        mem.append(rep.add(kind="memory", index=system, rows=int(mine[0]["dataset_n"]),
+                           store_bytes_row=mine[0].get("bytes_per_vector"),
+                           build_s=mine[0].get("build_s")))
+        for r in mine:
+            row = dict(index=system, mode="faiss", select="", probes=int(r["probes"]),
+                       recall=r["recall10"], batch_ms=nq / r["qps"] * 1e3, qps=r["qps"],
+                       engine=f"{system} lut", batch_runs=f"median of {passes}")
+            ctx.log(f"  {system} probes {row['probes']}: recall {row['recall']:.3f}, "
+                    f"batch {row['batch_ms']:.2f} ms")
+            rep.add(**row)
+    rep.note(f"{ref.name} = {ref.label}: {ref.binary} pqsweep, M = dim / 2, 8 bits, "
+             f"training 100 x 256 residuals and 10 iterations as ours; its batch_ms is the "
+             f"search call alone (median of {passes} passes), to set beside our "
+             f"coarse_us + fine_us; its memory is the device bytes a vector it reports")
 
 
 def _memory(ctx, index, name, n, build_s):
