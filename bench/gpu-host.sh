@@ -25,7 +25,7 @@
 #   .benchwheels               psycopg + psycopg-binary wheels for CPython 3.12 (required)
 #   .benchwheels-faiss         the faiss-cpu wheel (optional: the Faiss CPU references)
 #   bench/.cache/src-trixie    pgvector's Debian source, unpacked (required for the peers)
-#   .faissgpu                  the Faiss GPU IVF-Flat program (optional, bench/faiss-gpu/)
+#   .faissgpu                  the Faiss GPU IVF-Flat and IVF-PQ program (optional, bench/faiss-gpu/)
 #   bench/.cache/data/minilm-20k  the real-text set (optional)
 #   .parts/cuvs/pN, .parts/faiss-gpu/pN  wheels in parts (optional: the cuVS and the Faiss
 #                              GPU wheel references; bench/setup/wheel-parts.sh; they come in several calls
@@ -422,8 +422,11 @@ if [ $faiss_gpu_ok = 1 ]; then
 	refs_build=$refs_build,faiss-gpu-wheel
 fi
 echo "references: search $refs_search; build $refs_build"
+# pqmodes' GPU peer: the program's IVF-PQ
+refs_pq=none
 if [ -x "$root/.faissgpu/faiss_gpu_bench" ] || [ -n "${BENCH_FAISS_GPU_BIN:-}" ]; then
 	echo "Faiss GPU program: ${BENCH_FAISS_GPU_BIN:-$root/.faissgpu/faiss_gpu_bench}"
+	refs_pq=faiss-gpu-ivfpq
 else
 	echo "NOTE: no .faissgpu/faiss_gpu_bench: the Faiss GPU reference is left out"
 fi
@@ -478,7 +481,7 @@ else
 	# docs/pq.md's set: 450K x 128, 700 lists, 8-bit and 4-bit codes, every search mode
 	want pqmodes && bench pqmodes 300 60 --fresh --last pqmodes --dataset "$pq_ds" --lists 700 \
 		--engines gpuivf_pq,gpuivf_pq4,gpuivf_pq4d1,gpuivf --probes 8,32 --nq 1000 --repeats 3 \
-		--refs none
+		--refs "$refs_pq"
 fi
 
 # ---- 5. leave nothing running, package ---------------------------------------------------
