@@ -113,13 +113,21 @@ gi_pq_scan_slab(const gi_scan_args &a, const gi_pq_args &g, uint32_t slab, uint3
 }
 
 /*
+ * Blocks an SM the registers are budgeted for.  8-bit codes: 3, which their
+ * tables in shared memory allow anyway (left to itself the compiler keeps
+ * the kernel at 48 registers and spills in the slot loop).  4-bit codes: 0,
+ * no minimum, the compiler's choice (a minimum of 3 or 4 was slower).
+ */
+#define GI_PQ_MIN_BLOCKS(BITS)	((BITS) == 8 ? 3 : 0)
+
+/*
  * One block per unit u = g.unit0 + blockIdx.x: query u / G, its group of
  * probed lists u % G.  Shared memory: the top-k buffer (cap entries; none
  * when appending), the slab queue, then the table unless g.glut (SEL: with
  * the per-sub-space values after it, cuda_pq_select.cuh).
  */
 template <bool APPEND, bool SEL, uint32_t BITS>
-__global__ void __launch_bounds__(GI_CU_SCAN_THREADS)
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, GI_PQ_MIN_BLOCKS(BITS))
 gi_k_pq_scan(gi_scan_args a, gi_pq_args g)
 {
 	extern __shared__ __align__(16) unsigned char gi_smem[];
