@@ -3,7 +3,7 @@
 # (batch:probes:searches:k) bench_store.run's profile mode under Nsight Compute,
 # only the kernels inside its "search" NVTX ranges, gpu__time_duration of each
 # (caches and clocks left alone); then ncu_kernels.py's median per kernel and
-# profile into OUTDIR/ncu-kernels.{csv,md}.  Raw ncu CSVs: OUTDIR/raw/.
+# profile into OUTDIR/ncu-kernels.{csv,md}.  Raw ncu CSVs: OUTDIR/raw.tar.gz.
 #
 #   bash bench/store/ncu-kernels.sh OUTDIR MODULE.so
 #   NK_PROFILES ["1:32:30:10 8:32:30:10 32:32:30:10 32:16:30:10"]
@@ -23,3 +23,5 @@ for prof in ${NK_PROFILES:-1:32:30:10 8:32:30:10 32:32:30:10 32:16:30:10}; do
 		{ echo "profile $prof failed:"; tail -5 "$f.err"; }
 done
 python3 "$here/ncu_kernels.py" "$out/ncu-kernels" "$out"/raw/*.csv
+# one file for the raw CSVs: a device call brings back only so many files
+tar -czf "$out/raw.tar.gz" -C "$out" raw && rm -rf "$out/raw"

@@ -13,8 +13,12 @@ SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
 def kernels(path):
     """kernel name -> durations in us, in the order the kernels first ran"""
     rows = [r for r in csv.reader(open(path)) if len(r) > 5]
-    if not rows or "Kernel Name" not in rows[0]:
+    # the program's own output shares stdout with ncu's CSV: start at ncu's header
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r and "Metric Value" in r),
+                 None)
+    if start is None:
         return collections.OrderedDict()
+    rows = rows[start:]
     h = rows[0]
     ki, vi, ui = h.index("Kernel Name"), h.index("Metric Value"), h.index("Metric Unit")
     d = collections.OrderedDict()
