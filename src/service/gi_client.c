@@ -240,11 +240,41 @@ take_answer(GiSlot *slot, GiCall *call, const char *buf)
 struct GiCallAhead
 {
 	GiCall	   *call;
-	dsm_segment *seg;
+	dsm_segment *seg;			/* a segment of this request alone, or NULL */
 	char	   *buf;
 	uint64		t_submit;
 	uint64		t_queued;
 };
+
+/*
+ * Payloads above the slot's inline buffer and up to this size go through a
+ * segment the session keeps (mapped for its lifetime, grown by powers of
+ * two), so that a batch's requests do not each create, fault in and
+ * destroy a segment; larger ones take a segment of their own.
+ */
+#define GI_KEPT_SEGMENT_MAX		((Size) 8 * 1024 * 1024)
+
+static dsm_segment *kept_seg = NULL;
+
+/* the session's kept segment, at least `capacity` bytes */
+static dsm_segment *
+kept_segment(Size capacity)
+{
+	Size		size = 64 * 1024;
+
+	if (kept_seg != NULL && dsm_segment_map_length(kept_seg) >= capacity)
+		return kept_seg;
+	while (size < capacity)
+		size *= 2;
+	if (kept_seg != NULL)
+	{
+		dsm_detach(kept_seg);
+		kept_seg = NULL;
+	}
+	kept_seg = dsm_create(size, 0);
+	dsm_pin_mapping(kept_seg);
+	return kept_seg;
+}
 
 /* the first half of a submission: payload in place, request queued */
 static void
@@ -262,9 +292,12 @@ submit_start(GiCall *call, GiCallAhead *h)
 
 	if (capacity > GI_SLOT_INLINE)
 	{
-		h->seg = dsm_create(capacity, 0);
-		h->buf = dsm_segment_address(h->seg);
-		slot->dsm = dsm_segment_handle(h->seg);
+		/* the slot is idle: the service no longer maps the kept segment */
+		dsm_segment *seg = capacity <= GI_KEPT_SEGMENT_MAX ?
+			kept_segment(capacity) : (h->seg = dsm_create(capacity, 0));
+
+		h->buf = dsm_segment_address(seg);
+		slot->dsm = dsm_segment_handle(seg);
 		slot->capacity = capacity;
 	}
 	else
