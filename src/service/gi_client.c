@@ -250,9 +250,10 @@ struct GiCallAhead
  * Payloads above the slot's inline buffer and up to this size go through a
  * segment the session keeps (mapped for its lifetime, grown by powers of
  * two), so that a batch's requests do not each create, fault in and
- * destroy a segment; larger ones take a segment of their own.
+ * destroy a segment; larger ones take a segment of their own.  Small, as
+ * every session may keep one in /dev/shm, which containers often cap.
  */
-#define GI_KEPT_SEGMENT_MAX		((Size) 8 * 1024 * 1024)
+#define GI_KEPT_SEGMENT_MAX		((Size) 2 * 1024 * 1024)
 
 static dsm_segment *kept_seg = NULL;
 
