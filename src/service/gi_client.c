@@ -247,14 +247,12 @@ struct GiCallAhead
 };
 
 /*
- * Payloads above the slot's inline buffer and up to this size go through a
- * segment the session keeps (mapped for its lifetime, grown by powers of
- * two), so that a batch's requests do not each create, fault in and
- * destroy a segment; larger ones take a segment of their own.  Small, as
- * every session may keep one in /dev/shm, which containers often cap.
+ * Payloads above the slot's inline buffer and up to GI_KEPT_SEGMENT_MAX go
+ * through a segment the session keeps (mapped for its lifetime, grown by
+ * powers of two), so that a batch's requests do not each create, fault in
+ * and destroy a segment; larger ones take a segment of their own.  Small,
+ * as every session may keep one in /dev/shm, which containers often cap.
  */
-#define GI_KEPT_SEGMENT_MAX		((Size) 2 * 1024 * 1024)
-
 static dsm_segment *kept_seg = NULL;
 
 /* the session's kept segment, at least `capacity` bytes */
@@ -263,6 +261,7 @@ kept_segment(Size capacity)
 {
 	Size		size = 64 * 1024;
 
+	Assert(capacity <= GI_KEPT_SEGMENT_MAX);
 	if (kept_seg != NULL && dsm_segment_map_length(kept_seg) >= capacity)
 		return kept_seg;
 	while (size < capacity)

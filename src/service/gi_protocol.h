@@ -25,6 +25,13 @@
 /* inline payload buffer of each slot; larger payloads go through DSM */
 #define GI_SLOT_INLINE		(16 * 1024)
 
+/*
+ * Payload segments up to this size are a session's kept one (gi_client.c),
+ * which the service keeps mapped across requests (gi_worker.c); larger ones
+ * belong to one request.
+ */
+#define GI_KEPT_SEGMENT_MAX	((Size) 2 * 1024 * 1024)
+
 /* length of an error message carried back to the backend */
 #define GI_ERRMSG_LEN		256
 

@@ -170,6 +170,55 @@ collect_closed(GiWork *work, int nwork, int max)
 }
 
 /*
+ * The service's mapping of each slot's last kept payload segment (at most
+ * GI_KEPT_SEGMENT_MAX: a session's kept one, gi_client.c), so that a
+ * session's next request in it costs no attach; forgotten when the service
+ * goes to sleep, so that a session that left holds nothing for long.
+ */
+static dsm_segment **slot_segs;
+
+/* the payload segment of slot i, mapped */
+static dsm_segment *
+payload_attach(int i, dsm_handle h)
+{
+	dsm_segment *seg = slot_segs[i];
+
+	if (seg != NULL && dsm_segment_handle(seg) == h)
+		return seg;
+	if (seg != NULL)
+		dsm_detach(seg);
+	slot_segs[i] = NULL;
+	seg = dsm_attach(h);
+	if (seg != NULL)
+	{
+		dsm_pin_mapping(seg);
+		if (dsm_segment_map_length(seg) <= GI_KEPT_SEGMENT_MAX)
+			slot_segs[i] = seg;
+	}
+	return seg;
+}
+
+/* done with w's payload: a request's own segment is unmapped, a kept one stays */
+static void
+payload_release(GiWork *w)
+{
+	if (w->seg != NULL && slot_segs[w->slot - gi_shared->slots] != w->seg)
+		dsm_detach(w->seg);
+	w->seg = NULL;
+}
+
+static void
+payloads_forget(void)
+{
+	for (int i = 0; i < gi_shared->nslots; i++)
+		if (slot_segs[i] != NULL)
+		{
+			dsm_detach(slot_segs[i]);
+			slot_segs[i] = NULL;
+		}
+}
+
+/*
  * Requests still in our hands from the last round (sliced searches,
  * gi_search.c; requests a handler carries, such as a k-means training
  * running on its own thread) go first into work[]; one whose backend gave
@@ -222,8 +271,7 @@ take_carried(GiWork *work)
 		else
 			elog(DEBUG1, "gpuindex device service: dropped a cancelled request of type %d",
 				 (int) slot->type);
-		if (w->seg)
-			dsm_detach(w->seg);
+		payload_release(w);
 		if (w->sliced)
 			pfree(w->sliced);
 	}
@@ -251,7 +299,7 @@ attach_payloads(GiWork *work, int nwork)
 
 		if (slot->dsm != DSM_HANDLE_INVALID)
 		{
-			w->seg = dsm_attach(slot->dsm);
+			w->seg = payload_attach(slot - gi_shared->slots, slot->dsm);
 			if (w->seg == NULL)
 			{
 				gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
@@ -292,11 +340,7 @@ finish_round(GiWork *work, int nwork)
 			gi_reply_error(w, ERRCODE_INTERNAL_ERROR,
 						   "gpuindex device service did not answer request type %d",
 						   (int) slot->type);
-		if (w->seg)
-		{
-			dsm_detach(w->seg);
-			w->seg = NULL;
-		}
+		payload_release(w);
 		slot->rargs.t_answered = gi_now_ns();
 		SpinLockAcquire(&slot->mutex);
 		if (slot->state == GI_SLOT_RUNNING)
@@ -419,6 +463,7 @@ gi_service_main(Datum main_arg)
 									  ALLOCSET_DEFAULT_SIZES);
 	work = MemoryContextAllocZero(TopMemoryContext, sizeof(GiWork) * maxwork);
 	carried = MemoryContextAllocZero(TopMemoryContext, sizeof(GiWork) * maxwork);
+	slot_segs = MemoryContextAllocZero(TopMemoryContext, sizeof(dsm_segment *) * maxwork);
 
 	before_shmem_exit(gi_service_detach, (Datum) 0);
 	SpinLockAcquire(&gi_shared->mutex);
@@ -483,6 +528,8 @@ gi_service_main(Datum main_arg)
 			 * Requests that only wait (for a k-means thread) are looked at
 			 * again after a short sleep, not in a busy loop.
 			 */
+			if (!waiting)
+				payloads_forget();
 			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
 						   (ms >= 0 ? WL_TIMEOUT : 0), ms, PG_WAIT_EXTENSION);
 			if (!waiting || (rc & WL_LATCH_SET))
