@@ -292,10 +292,16 @@ submit_start(GiCall *call, GiCallAhead *h)
 
 	if (capacity > GI_SLOT_INLINE)
 	{
-		/* the slot is idle: the service no longer maps the kept segment */
-		dsm_segment *seg = capacity <= GI_KEPT_SEGMENT_MAX ?
-			kept_segment(capacity) : (h->seg = dsm_create(capacity, 0));
+		dsm_segment *seg;
 
+		/*
+		 * The slot is idle: the service, which may keep the kept segment
+		 * mapped, reads and writes it only while it holds a request.
+		 */
+		if (capacity <= GI_KEPT_SEGMENT_MAX)
+			seg = kept_segment(capacity);
+		else
+			seg = h->seg = dsm_create(capacity, 0);
 		h->buf = dsm_segment_address(seg);
 		slot->dsm = dsm_segment_handle(seg);
 		slot->capacity = capacity;
