@@ -108,6 +108,31 @@ def cpu_use(before, after, wall):
                 client=(after[3] - before[3]) / wall if wall else 0.0)
 
 
+SERVICE_COUNTERS = ("SELECT requests, rounds, round_seconds, search_seconds "
+                    "FROM gpuindex_service()")
+
+
+def service_counters(conn):
+    """The device service's counters (requests, rounds, seconds in rounds, seconds in
+    the compute backend's searches), or None where gpuindex is not installed."""
+    try:
+        return conn.execute(SERVICE_COUNTERS).fetchone()
+    except Exception:       # noqa: BLE001 - an older gpuindex, or none: no figures
+        conn.rollback()
+        return None
+
+
+def service_use(before, after, wall):
+    """What the service's one thread did between two service_counters(): shares of
+    the wall time in rounds and in searches, and requests a round."""
+    if before is None or after is None or not wall:
+        return {}
+    req, rounds = after[0] - before[0], after[1] - before[1]
+    return dict(svc_round=(after[2] - before[2]) / wall,
+                svc_search=(after[3] - before[3]) / wall,
+                svc_batch=req / rounds if rounds else 0.0)
+
+
 def pgbench(cluster, engine, table, qtable, metric, nq, clients, seconds, knob_value,
             k=10, workdir=None, gucs=None, cpu=None):
     """Transactions (queries) per second of `clients` pgbench sessions, each query a

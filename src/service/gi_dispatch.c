@@ -89,6 +89,8 @@ handle_service_info(GiWork *w)
 	info->devices = gi_ops ? gi_ndevices : 0;
 	info->requests = gi_requests_total;
 	info->rounds = gi_rounds_total;
+	info->round_ns = gi_round_ns_total;
+	info->search_ns = gi_search_ns_total;
 	info->stores = gi_store_count();
 	info->bytes = gi_ops ? gi_stores_bytes() : 0;
 	memcpy(info->requests_by_type, gi_requests_by_type, sizeof(info->requests_by_type));

@@ -234,6 +234,8 @@ typedef struct GiServiceInfo
 	uint32		devices;		/* devices the service uses */
 	uint64		requests;		/* requests answered */
 	uint64		rounds;			/* wake-ups that found work */
+	uint64		round_ns;		/* wall time in those rounds */
+	uint64		search_ns;		/* of it, in the compute backend's searches */
 	uint64		stores;
 	uint64		bytes;			/* all stores */
 	uint64		requests_by_type[GI_REQ_NTYPES];

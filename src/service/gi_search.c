@@ -187,6 +187,7 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	const void *queries;
 	Size		query_bytes;
 	TimestampTz t0 = 0;
+	uint64		t_ns;
 	gi_status	st;
 
 	memset(&params, 0, sizeof(params));
@@ -196,8 +197,10 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	*found = palloc_extended((Size) nq * sizeof(uint32), MCXT_ALLOC_HUGE);
 	if (gi_search_slice_ms > 0)
 		t0 = GetCurrentTimestamp();
+	t_ns = gi_now_ns();
 	st = gi_shards_search(&e->shards, params.bytes, nq, queries, query_bytes, k,
 						  *hits, *found);
+	gi_search_ns_total += gi_now_ns() - t_ns;
 	*us = 0;
 	if (gi_search_slice_ms > 0)
 	{

@@ -47,6 +47,8 @@ extern uint64 gi_requests_total;
 /* when the service last took a new request (sliced searches size their slices by it) */
 extern TimestampTz gi_last_fresh_request;
 extern uint64 gi_rounds_total;
+extern uint64 gi_round_ns_total;	/* wall time in rounds that had work */
+extern uint64 gi_search_ns_total;	/* of it, in the compute backend's searches */
 extern uint64 gi_requests_by_type[GI_REQ_NTYPES];
 
 /*

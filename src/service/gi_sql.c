@@ -75,8 +75,8 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	GiCall		call;
 	GiServiceInfo *info;
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {0};
+	Datum		values[14];
+	bool		nulls[14] = {0};
 	TimestampTz started;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -105,6 +105,8 @@ gpuindex_service(PG_FUNCTION_ARGS)
 	values[10] = Int32GetDatum((int32) info->devices);
 	/* this session's own wait is over */
 	values[11] = Int32GetDatum((int32) pg_atomic_read_u32(&gi_shared->waiting));
+	values[12] = Float8GetDatum(info->round_ns / 1e9);
+	values[13] = Float8GetDatum(info->search_ns / 1e9);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

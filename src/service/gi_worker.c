@@ -42,6 +42,8 @@ PGDLLEXPORT void gi_service_main(Datum main_arg);
 uint64		gi_requests_total = 0;
 TimestampTz gi_last_fresh_request = 0;
 uint64		gi_rounds_total = 0;
+uint64		gi_round_ns_total = 0;
+uint64		gi_search_ns_total = 0;
 uint64		gi_requests_by_type[GI_REQ_NTYPES];
 
 static void
@@ -406,6 +408,8 @@ service_restart(const char *why)
 static void
 run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 {
+	uint64		t0 = gi_now_ns();
+
 	MemoryContextSwitchTo(round_cxt);
 	PG_TRY();
 	{
@@ -435,6 +439,7 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 	PG_END_TRY();
 	gi_drop_stores_of_lost_inserts(work, nwork);
 	finish_round(work, nwork);
+	gi_round_ns_total += gi_now_ns() - t0;
 	if (gi_service_restart_pending)
 		service_restart("the compute backend reported a device error");
 	MemoryContextSwitchTo(TopMemoryContext);

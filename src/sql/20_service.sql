@@ -23,10 +23,12 @@ CREATE FUNCTION gpuindex_service(
 	OUT stores bigint,
 	OUT bytes bigint,
 	OUT devices integer,
-	OUT waiting integer)
+	OUT waiting integer,
+	OUT round_seconds float8,
+	OUT search_seconds float8)
 	AS 'MODULE_PATHNAME', 'gpuindex_service' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION gpuindex_service() IS
-	'the gpuindex device service: process, compute backend (device: its first device; devices: how many it uses), request counters, sessions waiting for an answer now';
+	'the gpuindex device service: process, compute backend (device: its first device; devices: how many it uses), request counters, sessions waiting for an answer now, seconds spent in rounds and of them in compute backend searches';
 
 CREATE FUNCTION gpuindex_store_stats(
 	OUT dbid oid,

@@ -22,6 +22,7 @@ def _sql_engine(ctx, rep, eng, clients):
             break
         sqlsearch.set_knob(ctx.conn, eng, knob)
         forced = ctx.force_index(eng, table, idx)
+        ours = eng.am == "gpuivf"
         qps, p50, p99, rec = [], [], [], None
         for r in range(o.repeats):
             rec, lat = ctx.recall(eng, table, knob, ds.gt)
@@ -37,15 +38,25 @@ def _sql_engine(ctx, rep, eng, clients):
             runs, use = [], []
             for _ in range(o.repeats):
                 use.append({})
+                svc = sqlsearch.service_counters(ctx.conn) if ours else None
+                t0 = time.perf_counter()
                 runs.append(sqlsearch.pgbench(ctx.cluster, eng, table, eng.table("q"),
                                               ds.metric, len(ds.queries), c, o.seconds, knob,
                                               gucs=forced, cpu=use[-1]))
+                if svc is not None:
+                    use[-1].update(sqlsearch.service_use(
+                        svc, sqlsearch.service_counters(ctx.conn), time.perf_counter() - t0))
             row[f"qps_c{c}"] = stats.median(runs)
             row[f"qps_c{c}_runs"] = stats.runs(runs)
             # where the clients' rate stops: cores of the machine, of the device
             # service and of pgbench kept busy
             for part in ("cores", "service", "client"):
                 row[f"cpu_{part}_c{c}"] = stats.median([u[part] for u in use])
+            # and of the service's thread: shares of the time in rounds and in the
+            # compute backend's searches, requests a round
+            for part in ("svc_round", "svc_search", "svc_batch"):
+                if all(part in u for u in use):
+                    row[f"{part}_c{c}"] = stats.median([u[part] for u in use])
         if not o.no_batch:
             secs, warm, server, brec = [], [], [], None
             for r in range(o.repeats):
@@ -68,7 +79,11 @@ def _sql_engine(ctx, rep, eng, clients):
         ctx.log(f"  {eng.knob}={knob}: recall {rec:.3f}, 1 client {row['qps_1']:.0f} q/s"
                 + "".join(f", {c} clients {row[f'qps_c{c}']:.0f} (cores busy "
                           f"{row[f'cpu_cores_c{c}']:.1f}, service {row[f'cpu_service_c{c}']:.2f},"
-                          f" pgbench {row[f'cpu_client_c{c}']:.2f})" for c in clients)
+                          f" pgbench {row[f'cpu_client_c{c}']:.2f}"
+                          + (f"; service in rounds {row[f'svc_round_c{c}']:.2f}, in searches "
+                             f"{row[f'svc_search_c{c}']:.2f}, {row[f'svc_batch_c{c}']:.1f} "
+                             f"requests a round" if f"svc_round_c{c}" in row else "")
+                          + ")" for c in clients)
                 + (f", batch {row['qps_batch']:.0f}" if "qps_batch" in row else ""))
         rep.add(**row)
     ctx.conn.execute("RESET enable_seqscan")
