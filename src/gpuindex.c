@@ -39,6 +39,7 @@ int			gi_devices_wanted = 0;
 int			gi_memory_limit_mb = 0;
 int			gi_batch_linger_us = 0;
 int			gi_service_spin_us = 50;
+int			gi_service_overlap = GI_OVERLAP_AUTO;
 int			gi_client_spin_us = -1;
 int			gi_search_slice_ms = 1;
 int			gi_role_memory_limit_mb = 0;
@@ -52,6 +53,13 @@ static const struct config_enum_entry device_options[] = {
 	{"host", GI_DEVICE_CPU, true},
 	{"cuda", GI_DEVICE_CUDA, false},
 	{"gpu", GI_DEVICE_CUDA, true},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry overlap_options[] = {
+	{"auto", GI_OVERLAP_AUTO, false},
+	{"off", GI_OVERLAP_OFF, false},
+	{"on", GI_OVERLAP_ON, false},
 	{NULL, 0, false}
 };
 
@@ -232,6 +240,19 @@ _PG_init(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuindex.service_overlap",
+							 "Whether the device service answers one round's searches while the next round's run.",
+							 "auto: where the compute backend searches asynchronously (CUDA), the service "
+							 "publishes answers, takes new requests and prepares them while the device searches; "
+							 "off: every search is waited for in its round; on: also on the host backend, whose "
+							 "searches run at once (only their answers wait; for tests).",
+							 &gi_service_overlap,
+							 GI_OVERLAP_AUTO,
+							 overlap_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuindex.client_spin_us",
 							"Microseconds a session polls for the device service's answer before it sleeps.",

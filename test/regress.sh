@@ -3,7 +3,10 @@
 # temporary instance with gpuindex preloaded.  GPUINDEX_TEST_DEVICE picks
 # the compute backend (cpu by default; the GPU runner passes cuda), so the
 # identical suite checks both; GPUINDEX_TEST_DEVICES sets gpuindex.devices
-# (every store spread over that many devices; default 0: the backend's).
+# (every store spread over that many devices; default 0: the backend's)
+# and GPUINDEX_TEST_OVERLAP gpuindex.service_overlap (default on: every
+# search's answer waits in flight for the service's next round, also on
+# the host backend).
 # Usage: test/regress.sh [scratch dir]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +23,7 @@ cat >"$dir/extra.conf" <<CONF
 shared_preload_libraries = 'gpuindex'
 gpuindex.device = $GPUINDEX_TEST_DEVICE
 gpuindex.devices = ${GPUINDEX_TEST_DEVICES:-0}
+gpuindex.service_overlap = ${GPUINDEX_TEST_OVERLAP:-on}
 max_connections = 30
 fsync = off
 CONF

@@ -2,7 +2,9 @@
 # Two settings of a session against each other with pgbench on one cluster: search q/s
 # (prepared, one query per statement) with PGOPTIONS A and B alternating in rounds.
 #   bash bench/pgbench/settings-ab.sh OUTDIR NAME_A "OPTIONS_A" NAME_B "OPTIONS_B"
-# e.g. on "-c gpuindex.limit_hint=on" off "-c gpuindex.limit_hint=off".  Writes
+# e.g. on "-c gpuindex.limit_hint=on" off "-c gpuindex.limit_hint=off"; OPTIONS of the
+# form "sighup:GUC=VALUE" set a server-wide setting instead (ALTER SYSTEM and a reload
+# before the setting's runs), e.g. "sighup:gpuindex.service_overlap=off".  Writes
 # OUTDIR/settings-ab.csv (round, setting, limit, clients, qps) and device.txt;
 # report.py makes the table and plot.  GPU host: carry .gpuhost/debs; BENCH_LOCAL_PG=1 for
 # this machine's PostgreSQL and the host backend (bench/pgbench/cluster.sh).
@@ -26,9 +28,16 @@ echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 { echo "round,setting,limit,clients,qps"
 for r in $(seq 1 "${SAB_ROUNDS:-4}"); do
 	for i in 0 1; do
+		o=${opts[$i]}
+		case $o in sighup:*)
+			g=${o#sighup:}
+			echo "ALTER SYSTEM SET ${g%%=*} = '${g#*=}'; SELECT pg_reload_conf();" | sql >/dev/null
+			sleep 1
+			o= ;;
+		esac
 		for c in $cases; do
 			l=${c%%:*} n=${c##*:}
-			echo "$r,${names[$i]},$l,$n,$(pgb_tps $n q$l.sql "${opts[$i]}")"
+			echo "$r,${names[$i]},$l,$n,$(pgb_tps $n q$l.sql "$o")"
 		done
 	done
 done; } | tee $OUT/settings-ab.csv

@@ -218,10 +218,40 @@ gi_ivf_elapsed(const gi_cu_ivf *iv, int a, int b)
 	return ms;
 }
 
+/*
+ * A chunk's qc answers of k hits out of the pinned staging (laid out for
+ * chunks of qc_max), once its copies are done, after the search kernels'
+ * consistency flags.
+ */
+static gi_status
+gi_cu_ivf_take(gi_cu_ivf *iv, uint32_t qc, uint32_t qc_max, uint32_t k, gi_hit *hits,
+			   uint32_t *found)
+{
+	const char *res = (const char *) iv->p_res.p;
+	size_t		res_found = (size_t) qc * k * sizeof(gi_hit);
+	uint32_t	flags;
+
+	memcpy(&flags, res + (size_t) qc_max * (k * sizeof(gi_hit) + sizeof(uint32_t)),
+		   sizeof(uint32_t));
+	if (flags & GI_CU_FLAG_CHAIN)
+	{
+		gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
+		return GI_ERR_DEVICE;
+	}
+	if (flags & GI_CU_FLAG_DIR)
+	{
+		gi_cu_set_error("CUDA store inconsistent: a linked slab names a list out of range");
+		return GI_ERR_DEVICE;
+	}
+	memcpy(hits, res, res_found);
+	memcpy(found, res + res_found, (size_t) qc * sizeof(uint32_t));
+	return GI_OK;
+}
+
 gi_status
 gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 				 const float *queries, uint32_t probes, uint32_t k, gi_hit *hits,
-				 uint32_t *found, gi_cu_fine_fn fine, void *arg)
+				 uint32_t *found, gi_cu_fine_fn fine, void *arg, bool defer)
 {
 	const uint32_t nl = s->params.nlists;
 	const uint32_t dim = iv->dim;
@@ -229,7 +259,6 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	size_t		per_query;
 	uint32_t	qc_max;
 	uint32_t	qa;
-	uint32_t	flags = 0;
 	size_t		res_flag;
 	gi_status	st;
 	gi_ivf_times tm;
@@ -261,7 +290,7 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 		probes = nl;
 
 	/* a concurrent pool growth waits until this search is over */
-	std::lock_guard<std::mutex> guard(s->mu);
+	std::unique_lock<std::mutex> guard(s->mu);
 
 	pp = probes + 32 < nl ? probes + 32 : nl;
 	per_query = (size_t) dim * (sizeof(float) + sizeof(double)) + 64
@@ -340,6 +369,17 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 								  cudaMemcpyDeviceToHost, s->ss));
 		if (tm.on)
 			GI_CU_TRY(cudaEventRecord(iv->ev[4], s->ss));
+		if (defer && qc == nq && !tm.on)
+		{
+			/* the caller's work overlaps the device's; the lock goes with it */
+			iv->pend = true;
+			iv->pend_hits = hits;
+			iv->pend_found = found;
+			iv->pend_qc = qc;
+			iv->pend_k = k;
+			guard.release();
+			return GI_OK;
+		}
 		GI_CU_TRY(cudaStreamSynchronize(s->ss));
 		if (tm.on)
 		{
@@ -349,19 +389,9 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 			tm.d2h += gi_ivf_elapsed(iv, 3, 4);
 			th = gi_ivf_now_ns();
 		}
-		memcpy(&flags, res + res_flag, sizeof(uint32_t));
-		if (flags & GI_CU_FLAG_CHAIN)
-		{
-			gi_cu_set_error("CUDA store inconsistent: a slab chain is longer than the pool");
-			return GI_ERR_DEVICE;
-		}
-		if (flags & GI_CU_FLAG_DIR)
-		{
-			gi_cu_set_error("CUDA store inconsistent: a linked slab names a list out of range");
-			return GI_ERR_DEVICE;
-		}
-		memcpy(hits + (size_t) qa * k, res, (size_t) qc * k * sizeof(gi_hit));
-		memcpy(found + qa, res + res_found, (size_t) qc * sizeof(uint32_t));
+		st = gi_cu_ivf_take(iv, qc, qc_max, k, hits + (size_t) qa * k, found + qa);
+		if (st != GI_OK)
+			return st;
 		if (tm.on)
 			tm.pin_out += (double) (gi_ivf_now_ns() - th) / 1e6;
 	}
@@ -370,9 +400,38 @@ gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what, uint32_t nq,
 	return GI_OK;
 }
 
+/* see cuda_ivf.h; an error counts as done: the finish reports it */
+bool
+gi_cu_ivf_done(gi_store *s, const gi_cu_ivf *iv)
+{
+	return !iv->pend || cudaStreamQuery(s->ss) != cudaErrorNotReady;
+}
+
+/* see cuda_ivf.h */
+gi_status
+gi_cu_ivf_finish(gi_store *s, gi_cu_ivf *iv)
+{
+	gi_status	st;
+
+	if (!iv->pend)
+		return GI_OK;
+	iv->pend = false;
+	st = gi_cu_enter(s->dev);
+	if (st == GI_OK)
+	{
+		cudaError_t err = cudaStreamSynchronize(s->ss);
+
+		st = err == cudaSuccess ? gi_cu_ivf_take(iv, iv->pend_qc, iv->pend_qc, iv->pend_k,
+												  iv->pend_hits, iv->pend_found)
+			: gi_cu_status(err, "cudaStreamSynchronize(s->ss)");
+	}
+	s->mu.unlock();
+	return st;
+}
+
 static gi_status
-gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
-				 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+gi_cu_ivf_search_as(gi_store *s, const void *params, uint32_t nq, const void *queries,
+					size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found, bool defer)
 {
 	const gi_ivf_search_params *p = (const gi_ivf_search_params *) params;
 	gi_cu_ivf  *iv;
@@ -395,7 +454,37 @@ gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queri
 		return GI_ERR_INVALID;
 	}
 	return gi_cu_ivf_chunks(s, iv, "ivf search", nq, (const float *) queries, p->probes, k,
-							hits, found, gi_cu_fine, NULL);
+							hits, found, gi_cu_fine, NULL, defer);
+}
+
+static gi_status
+gi_cu_ivf_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
+				 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	return gi_cu_ivf_search_as(s, params, nq, queries, query_bytes, k, hits, found, false);
+}
+
+static gi_status
+gi_cu_ivf_search_start(gi_store *s, const void *params, uint32_t nq, const void *queries,
+					   size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	return gi_cu_ivf_search_as(s, params, nq, queries, query_bytes, k, hits, found, true);
+}
+
+static bool
+gi_cu_ivf_search_done(gi_store *s)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+
+	return iv == NULL || gi_cu_ivf_done(s, iv);
+}
+
+static gi_status
+gi_cu_ivf_search_finish(gi_store *s)
+{
+	gi_cu_ivf  *iv = (gi_cu_ivf *) gi_cu_kstate(s, GI_KIND_IVF);
+
+	return iv != NULL ? gi_cu_ivf_finish(s, iv) : GI_OK;
 }
 
 static void
@@ -420,4 +509,7 @@ const gi_kind_ops gi_cu_ivf_kind = {
 	.search = gi_cu_ivf_search,
 	.time_stages = gi_cu_ivf_kind_time_stages,
 	.last_stages = gi_cu_ivf_kind_last_stages,
+	.search_start = gi_cu_ivf_search_start,
+	.search_done = gi_cu_ivf_search_done,
+	.search_finish = gi_cu_ivf_search_finish,
 };

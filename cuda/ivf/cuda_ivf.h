@@ -67,6 +67,16 @@ struct gi_cu_ivf
 	bool		have_ev;
 	uint32_t	nstages;		/* of the last search timed */
 	gi_stage_time stages[GI_MAX_STAGES];
+
+	/*
+	 * A started search (search_start) whose answer is still on its way
+	 * down: where it goes, and the store's lock it holds until then.
+	 */
+	bool		pend;
+	gi_hit	   *pend_hits;
+	uint32_t   *pend_found;
+	uint32_t	pend_qc;
+	uint32_t	pend_k;
 };
 
 /*
@@ -125,12 +135,19 @@ typedef gi_status (*gi_cu_fine_fn) (gi_store *s, gi_cu_ivf *iv, uint32_t qc,
 /*
  * A search of the IVF kinds once the kind has checked its state and the
  * query bytes: the common checks (what names the kind in messages), then
- * chunks of queries through the coarse quantizer and fine(arg).
+ * chunks of queries through the coarse quantizer and fine(arg).  With
+ * defer, a search of one chunk that is not timed returns once its work
+ * is queued, holding the store's lock, and gi_cu_ivf_finish waits for it
+ * (iv->pend); otherwise it returns when done.
  */
 extern gi_status gi_cu_ivf_chunks(gi_store *s, gi_cu_ivf *iv, const char *what,
 								  uint32_t nq, const float *queries, uint32_t probes,
 								  uint32_t k, gi_hit *hits, uint32_t *found,
-								  gi_cu_fine_fn fine, void *arg);
+								  gi_cu_fine_fn fine, void *arg, bool defer);
+
+/* the end of a search gi_cu_ivf_chunks left pending, if any; is it there? */
+extern gi_status gi_cu_ivf_finish(gi_store *s, gi_cu_ivf *iv);
+extern bool gi_cu_ivf_done(gi_store *s, const gi_cu_ivf *iv);
 
 /*
  * Whether a scan may take the slab directory iv->dir, brought up to date

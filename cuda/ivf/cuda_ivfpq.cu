@@ -124,8 +124,9 @@ gi_cu_ivfpq_set_state(gi_store *s, const void *state, size_t bytes)
 }
 
 static gi_status
-gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
-				   size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+gi_cu_ivfpq_search_as(gi_store *s, const void *params, uint32_t nq, const void *queries,
+					  size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found,
+					  bool defer)
 {
 	const gi_ivfpq_search_params *p = (const gi_ivfpq_search_params *) params;
 	gi_cu_ivfpq *pq;
@@ -161,7 +162,38 @@ gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *que
 	call.g.level_in = gi_pq_inner_level(call.g.level);
 	call.g.scale = p->scale;
 	return gi_cu_ivf_chunks(s, &pq->ivf, "ivfpq search", nq, (const float *) queries,
-							p->ivf.probes, k, hits, found, gi_cu_pq_fine, &call);
+							p->ivf.probes, k, hits, found, gi_cu_pq_fine, &call, defer);
+}
+
+static gi_status
+gi_cu_ivfpq_search(gi_store *s, const void *params, uint32_t nq, const void *queries,
+				   size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	return gi_cu_ivfpq_search_as(s, params, nq, queries, query_bytes, k, hits, found, false);
+}
+
+/* the scan's arguments (call) are the kernels' by the time it returns */
+static gi_status
+gi_cu_ivfpq_search_start(gi_store *s, const void *params, uint32_t nq, const void *queries,
+						 size_t query_bytes, uint32_t k, gi_hit *hits, uint32_t *found)
+{
+	return gi_cu_ivfpq_search_as(s, params, nq, queries, query_bytes, k, hits, found, true);
+}
+
+static bool
+gi_cu_ivfpq_search_done(gi_store *s)
+{
+	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) gi_cu_kstate(s, GI_KIND_IVFPQ);
+
+	return pq == NULL || gi_cu_ivf_done(s, &pq->ivf);
+}
+
+static gi_status
+gi_cu_ivfpq_search_finish(gi_store *s)
+{
+	gi_cu_ivfpq *pq = (gi_cu_ivfpq *) gi_cu_kstate(s, GI_KIND_IVFPQ);
+
+	return pq != NULL ? gi_cu_ivf_finish(s, &pq->ivf) : GI_OK;
 }
 
 static void
@@ -186,4 +218,7 @@ const gi_kind_ops gi_cu_ivfpq_kind = {
 	.search = gi_cu_ivfpq_search,
 	.time_stages = gi_cu_ivfpq_time_stages,
 	.last_stages = gi_cu_ivfpq_last_stages,
+	.search_start = gi_cu_ivfpq_search_start,
+	.search_done = gi_cu_ivfpq_search_done,
+	.search_finish = gi_cu_ivfpq_search_finish,
 };

@@ -247,6 +247,24 @@ typedef struct gi_kind_ops
 	 */
 	void		(*time_stages) (gi_store *store, bool on);
 	uint32_t	(*last_stages) (gi_store *store, gi_stage_time *out, uint32_t max);
+
+	/*
+	 * Optional: search in two halves, so that the caller can do other work
+	 * while the device searches.  search_start takes search's arguments,
+	 * reads params and queries, and queues the work (it may also do all of
+	 * it); search_finish waits
+	 * for it, fills the hits and found given to search_start (the caller's
+	 * until then) and returns the search's status.  After a search_start
+	 * that returned GI_OK, search_finish comes before any other call on
+	 * the store but search_done; after one that failed, nothing is
+	 * pending.  search_done says, without waiting, whether search_finish
+	 * would return at once.
+	 */
+	gi_status	(*search_start) (gi_store *store, const void *params,
+								 uint32_t nq, const void *queries, size_t query_bytes,
+								 uint32_t k, gi_hit *hits, uint32_t *found);
+	bool		(*search_done) (gi_store *store);
+	gi_status	(*search_finish) (gi_store *store);
 } gi_kind_ops;
 
 typedef struct gi_backend_ops

@@ -37,6 +37,13 @@ typedef struct GiWork
 	 */
 	bool		carry;
 	bool		kept;
+
+	/*
+	 * in_flight: its search was started on the compute backend and left
+	 * running past its round (gi_search.c); a copy of the request in the
+	 * flight is answered and published instead of this one.
+	 */
+	bool		in_flight;
 } GiWork;
 
 extern void gi_reply(GiWork *w, GiReply reply);

@@ -13,6 +13,12 @@
  * (at the store's recent cost per query) is searched a slice of queries
  * per round instead, so that other sessions' requests are served in
  * between and a cancelled batch stops within a slice (docs/service.md).
+ *
+ * Where the compute backend searches asynchronously, a merged search is
+ * left in flight past its round (docs/service.md, "Overlapping rounds"):
+ * the service publishes the answers it has, takes the next requests and
+ * prepares them while the device searches, and lands the flight (waits for
+ * it and writes its answers) before it calls the backend again.
  */
 #include "postgres.h"
 
@@ -126,6 +132,29 @@ ewma(double old, double now)
 }
 
 /*
+ * The search in flight (n > 0): copies of its requests, where its answers
+ * go, when it started.  At most one at a time.
+ */
+typedef struct GiFlight
+{
+	GiStoreEntry *e;
+	int			n;
+	GiWork	   *works;
+	GiWork	  **ptrs;
+	uint32		nq;
+	uint32		k;
+	gi_hit	   *hits;
+	uint32	   *found;
+	uint64		t0;
+} GiFlight;
+
+static GiFlight flight;
+
+/* requests of landed flights, answered, for the round to publish */
+static GiWork *landed;
+static int	nlanded;
+
+/*
  * One backend search over the queries of reqs[0..n) (nq in all), into
  * palloc'd *hits and *found; timed, when slicing is on, into the store's
  * cost per query and *us (microseconds a query; 0 untimed).
@@ -190,6 +219,7 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	uint64		t_ns;
 	gi_status	st;
 
+	gi_search_land();
 	memset(&params, 0, sizeof(params));
 	queries = kind->merge_search(e->summary, &e->kdata, reqs, n, params.bytes,
 								 &query_bytes);
@@ -225,6 +255,160 @@ cmp_search(const void *a, const void *b)
 	return 0;
 }
 
+/* the answers of group[0..n) out of one search's status, hits and found */
+static void
+answer_merged(GiWork **group, int n, uint32 k, gi_status st, const gi_hit *hits,
+			  const uint32 *found)
+{
+	uint64		pos = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		GiWork	   *w = group[i];
+		uint32		wn = w->slot->args.n;
+
+		if (st != GI_OK)
+		{
+			gi_reply_status(w, st);
+			continue;
+		}
+		memcpy(w->buf, hits + pos * k, (Size) wn * k * sizeof(gi_hit));
+		memcpy(gi_search_found(w->buf, wn, k), found + pos, wn * sizeof(uint32));
+		pos += wn;
+		w->slot->rargs.count = wn;
+		w->slot->rargs.out_size = gi_search_out_size(wn, k);
+		gi_reply(w, GI_REPLY_OK);
+	}
+}
+
+/* may this store's searches be left in flight (gpuindex.service_overlap)? */
+static bool
+may_fly(const GiStoreEntry *e)
+{
+	return gi_service_overlap == GI_OVERLAP_ON ||
+		(gi_service_overlap == GI_OVERLAP_AUTO && gi_shards_can_start(&e->shards));
+}
+
+/*
+ * Start one backend search over the queries of group[0..n) and leave it
+ * in flight; answered at once if it could not start.
+ */
+static void
+fly(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, GiWork **group,
+	int n, uint32 nq, uint32 k)
+{
+	union
+	{
+		char		bytes[GI_KARGS_BYTES];
+		uint64		align;
+	}			params;
+	const void *queries;
+	Size		query_bytes;
+	gi_hit	   *hits;
+	uint32	   *found;
+	uint64		t0;
+	gi_status	st;
+
+	gi_search_land();
+	if (flight.works == NULL)
+	{
+		flight.works = MemoryContextAlloc(TopMemoryContext,
+										  sizeof(GiWork) * gi_shared->nslots);
+		flight.ptrs = MemoryContextAlloc(TopMemoryContext,
+										 sizeof(GiWork *) * gi_shared->nslots);
+		landed = MemoryContextAlloc(TopMemoryContext, sizeof(GiWork) * gi_shared->nslots);
+	}
+	memset(&params, 0, sizeof(params));
+	queries = kind->merge_search(e->summary, &e->kdata, reqs, n, params.bytes,
+								 &query_bytes);
+	hits = MemoryContextAllocExtended(TopMemoryContext, (Size) nq * k * sizeof(gi_hit),
+									  MCXT_ALLOC_HUGE);
+	found = MemoryContextAllocExtended(TopMemoryContext, (Size) nq * sizeof(uint32),
+									   MCXT_ALLOC_HUGE);
+	t0 = gi_now_ns();
+	st = gi_shards_search_start(&e->shards, params.bytes, nq, queries, query_bytes, k,
+								hits, found);
+	gi_search_ns_total += gi_now_ns() - t0;
+	e->search_batches++;
+	e->searches += nq;
+	if (st != GI_OK)
+	{
+		note_times(e, group, n, t0, gi_now_ns(), false, true);
+		answer_merged(group, n, k, st, NULL, NULL);
+		pfree(hits);
+		pfree(found);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		flight.works[i] = *group[i];
+		flight.ptrs[i] = &flight.works[i];
+		group[i]->in_flight = true;
+	}
+	flight.e = e;
+	flight.nq = nq;
+	flight.k = k;
+	flight.hits = hits;
+	flight.found = found;
+	flight.t0 = t0;
+	flight.n = n;
+}
+
+/* see gi_store_requests.h */
+bool
+gi_search_flying(void)
+{
+	return flight.n > 0;
+}
+
+/* see gi_store_requests.h */
+bool
+gi_search_flight_done(void)
+{
+	return flight.n == 0 || gi_shards_search_done(&flight.e->shards);
+}
+
+/* see gi_store_requests.h */
+void
+gi_search_land(void)
+{
+	GiFlight	f = flight;
+	uint64		t0;
+	uint64		t1;
+	gi_status	st;
+
+	if (f.n == 0)
+		return;
+	flight.n = 0;
+	t0 = gi_now_ns();
+	st = gi_shards_search_finish(&f.e->shards);
+	t1 = gi_now_ns();
+	gi_search_ns_total += t1 - t0;
+	if (gi_search_slice_ms > 0)
+		f.e->us_per_query = ewma(f.e->us_per_query,
+								 Max((double) (t1 - f.t0) / 1000.0, 1.0) / f.nq);
+	note_times(f.e, f.ptrs, f.n, f.t0, t1, false, true);
+	answer_merged(f.ptrs, f.n, f.k, st, f.hits, f.found);
+	memcpy(landed + nlanded, f.works, sizeof(GiWork) * f.n);
+	nlanded += f.n;
+	pfree(f.hits);
+	pfree(f.found);
+}
+
+/* see gi_store_requests.h */
+int
+gi_search_landed(GiWork **works)
+{
+	*works = landed;
+	return nlanded;
+}
+
+void
+gi_search_landed_clear(void)
+{
+	nlanded = 0;
+}
+
 /* one backend search over the queries of group[0..n), all alike */
 static void
 search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
@@ -232,7 +416,6 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	uint32		k = group[0]->slot->args.k;
 	GiKindSearch *reqs = palloc(sizeof(GiKindSearch) * n);
 	uint64		nq = 0;
-	uint64		pos = 0;
 	gi_hit	   *hits;
 	uint32	   *found;
 	gi_status	st;
@@ -262,6 +445,11 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	}
 
 	trace = traced(e, group, n);
+	if (!trace && may_fly(e))
+	{
+		fly(e, kind, reqs, group, n, (uint32) nq, k);
+		return;
+	}
 	if (trace)
 		gi_shards_time_stages(&e->shards, true);
 	t0 = gi_now_ns();
@@ -269,24 +457,7 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	note_times(e, group, n, t0, gi_now_ns(), trace, true);
 	if (trace)
 		gi_shards_time_stages(&e->shards, false);
-
-	for (int i = 0; i < n; i++)
-	{
-		GiWork	   *w = group[i];
-		uint32		wn = w->slot->args.n;
-
-		if (st != GI_OK)
-		{
-			gi_reply_status(w, st);
-			continue;
-		}
-		memcpy(w->buf, hits + pos * k, (Size) wn * k * sizeof(gi_hit));
-		memcpy(gi_search_found(w->buf, wn, k), found + pos, wn * sizeof(uint32));
-		pos += wn;
-		w->slot->rargs.count = wn;
-		w->slot->rargs.out_size = gi_search_out_size(wn, k);
-		gi_reply(w, GI_REPLY_OK);
-	}
+	answer_merged(group, n, k, st, hits, found);
 }
 
 /* the request's queries out of its payload, which its answer overwrites */

@@ -33,6 +33,15 @@ extern int	gi_memory_limit_mb;
 extern int	gi_role_memory_limit_mb;
 extern int	gi_batch_linger_us;
 extern int	gi_service_spin_us;
+
+/* gpuindex.service_overlap */
+typedef enum GiOverlap
+{
+	GI_OVERLAP_AUTO = 0,
+	GI_OVERLAP_OFF,
+	GI_OVERLAP_ON
+} GiOverlap;
+extern int	gi_service_overlap;
 extern int	gi_search_slice_ms;
 extern int	gi_host_threads;
 extern bool gi_debug_service_kmeans;

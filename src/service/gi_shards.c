@@ -382,6 +382,40 @@ gi_shards_search(GiShards *s, const void *params, uint32 nq, const void *queries
 						 nq >= GI_SHARDS_PARALLEL_MIN);
 }
 
+/* see gi_shards.h */
+bool
+gi_shards_can_start(const GiShards *s)
+{
+	return s->n == 1 && kind_ops(s)->search_start != NULL &&
+		kind_ops(s)->search_finish != NULL;
+}
+
+gi_status
+gi_shards_search_start(GiShards *s, const void *params, uint32 nq, const void *queries,
+					   Size query_bytes, uint32 k, gi_hit *hits, uint32 *found)
+{
+	if (gi_shards_can_start(s))
+		return kind_ops(s)->search_start(s->shard[0].store, params, nq, queries,
+										 query_bytes, k, hits, found);
+	return gi_shards_search(s, params, nq, queries, query_bytes, k, hits, found);
+}
+
+bool
+gi_shards_search_done(GiShards *s)
+{
+	if (gi_shards_can_start(s) && kind_ops(s)->search_done != NULL)
+		return kind_ops(s)->search_done(s->shard[0].store);
+	return true;
+}
+
+gi_status
+gi_shards_search_finish(GiShards *s)
+{
+	if (gi_shards_can_start(s))
+		return kind_ops(s)->search_finish(s->shard[0].store);
+	return GI_OK;
+}
+
 bool
 gi_shards_can_time(const GiShards *s)
 {

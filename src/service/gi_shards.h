@@ -62,6 +62,22 @@ extern gi_status gi_shards_search(GiShards *s, const void *params, uint32 nq,
 								  const void *queries, Size query_bytes, uint32 k,
 								  gi_hit *hits, uint32 *found);
 
+/*
+ * A search in two halves (the kind's search_start and search_finish): where
+ * the store has one shard and its kind has them (gi_shards_can_start), the
+ * device searches between the two calls; elsewhere gi_shards_search_start
+ * does the whole search and gi_shards_search_finish has nothing to wait for
+ * (gi_shards_search_done: whether the finish would return at once).
+ * After a start that returned GI_OK, the finish comes before any other call
+ * on the store.
+ */
+extern bool gi_shards_can_start(const GiShards *s);
+extern gi_status gi_shards_search_start(GiShards *s, const void *params, uint32 nq,
+										const void *queries, Size query_bytes, uint32 k,
+										gi_hit *hits, uint32 *found);
+extern bool gi_shards_search_done(GiShards *s);
+extern gi_status gi_shards_search_finish(GiShards *s);
+
 /* the kind's stage timing (optional entries): on every shard, summed */
 extern bool gi_shards_can_time(const GiShards *s);
 extern void gi_shards_time_stages(GiShards *s, bool on);

@@ -32,6 +32,19 @@ extern void gi_insert_group(GiStoreEntry *e, GiWork **group, int n);
 extern void gi_delete_group(GiStoreEntry *e, GiWork **group, int n);
 extern void gi_search_group(GiStoreEntry *e, GiWork **group, int n);
 
+/*
+ * The search left in flight past its round, if any (gi_search.c): whether
+ * there is one, and whether the device is done with it; land it (wait for
+ * it and answer its requests), which comes before any other call of the
+ * compute backend; the landed requests, for the caller to publish, and
+ * forgetting them once published.
+ */
+extern bool gi_search_flying(void);
+extern bool gi_search_flight_done(void);
+extern void gi_search_land(void);
+extern int	gi_search_landed(GiWork **works);
+extern void gi_search_landed_clear(void);
+
 /* after a round: drop the stores that an INSERT nobody waits for failed */
 extern void gi_drop_stores_of_lost_inserts(GiWork *work, int nwork);
 

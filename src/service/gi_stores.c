@@ -19,6 +19,7 @@
 
 #include "gi_device.h"
 #include "gi_service.h"
+#include "gi_store_requests.h"
 #include "gi_stores.h"
 
 static HTAB *gi_stores = NULL;
@@ -73,6 +74,7 @@ gi_store_remove(GiStoreEntry *entry)
 {
 	GiStoreKey	key = entry->key;
 
+	gi_search_land();			/* it may be the flight's store */
 	if (gi_ops)
 		gi_shards_destroy(&entry->shards);
 	if (entry->summary)

@@ -144,6 +144,7 @@ collect(GiWork *work, int nwork, int max, bool *reads)
 			w->sliced_us = 0;
 			w->carry = false;
 			w->kept = false;
+			w->in_flight = false;
 			if (slot->type == GI_REQ_SEARCH || slot->type == GI_REQ_STATS)
 				*reads = true;
 		}
@@ -328,6 +329,8 @@ finish_round(GiWork *work, int nwork)
 		GiSlot	   *slot = w->slot;
 		Latch	   *latch = NULL;
 
+		if (w->in_flight)
+			continue;			/* its flight's copy is published instead */
 		if ((w->sliced != NULL || w->carry) && !w->answered)
 		{
 			carried[ncarried++] = *w;
@@ -404,7 +407,27 @@ service_restart(const char *why)
 	proc_exit(1);
 }
 
-/* one round over work[0..nwork): payloads, the requests, the answers */
+/* publish the answers of the searches that landed (gi_search.c) */
+static void
+publish_landed(void)
+{
+	GiWork	   *landed;
+	int			n = gi_search_landed(&landed);
+
+	if (n > 0)
+	{
+		finish_round(landed, n);
+		gi_search_landed_clear();
+	}
+}
+
+/*
+ * One round over work[0..nwork): payloads, the requests, the answers.  A
+ * search left in flight by the round before lands once the payloads are
+ * mapped, before anything else calls the compute backend; its answers are
+ * published after this round's requests were dispatched, while this
+ * round's own search may be in flight.
+ */
 static void
 run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 {
@@ -413,10 +436,11 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 	MemoryContextSwitchTo(round_cxt);
 	PG_TRY();
 	{
+		attach_payloads(work, nwork);
+		gi_search_land();
 		gi_kmeans_maintain();
 		gi_stores_end_recovery();
 		(void) gi_stores_sweep_dropped();
-		attach_payloads(work, nwork);
 		gi_dispatch_round(work, nwork);
 	}
 	PG_CATCH();
@@ -431,12 +455,13 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 		edata = CopyErrorData();
 		FlushErrorState();
 		for (int i = 0; i < nwork; i++)
-			if (!work[i].answered)
+			if (!work[i].answered && !work[i].in_flight)
 				gi_reply_error(&work[i], edata->sqlerrcode,
 							   "gpuindex device service: %s", edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	publish_landed();
 	gi_drop_stores_of_lost_inserts(work, nwork);
 	finish_round(work, nwork);
 	gi_round_ns_total += gi_now_ns() - t0;
@@ -512,6 +537,26 @@ gi_service_main(Datum main_arg)
 		nwork = collect_closed(work, 0, maxwork);
 		if (nwork > 0)
 			nwork = collect_closed(work, nwork, maxwork);
+		/*
+		 * While the device searches, take the requests that come: they
+		 * start as one search when it is done.
+		 */
+		while (gi_search_flying() && !gi_search_flight_done() && nwork < maxwork)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_spin_delay();
+			nwork = collect_closed(work, nwork, maxwork);
+		}
+		if (nwork == 0 && gi_search_flying())
+		{
+			/* nothing new to prepare meanwhile: the flight's answers now */
+			MemoryContextSwitchTo(round_cxt);
+			gi_search_land();
+			publish_landed();
+			MemoryContextSwitchTo(TopMemoryContext);
+			spin_until = GetCurrentTimestamp() + gi_service_spin_us;
+			continue;
+		}
 		waiting = ncarried > 0 || gi_kmeans_training();
 		if (nwork == 0 && !waiting && GetCurrentTimestamp() < spin_until)
 		{

@@ -6,7 +6,8 @@
 # were batched by the device service.  Then a window slides under
 # concurrency, so that pages are unlinked and reused while rows are
 # appended: the index still returns every live row, from the store and
-# from the pages (a service restart reloads it).
+# from the pages (a service restart reloads it).  Searches are left in
+# flight past their rounds (gpuindex.service_overlap = on).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/lib.sh"
@@ -48,7 +49,8 @@ exhaustive() {
 }
 
 cluster_start "$dir" $port "shared_preload_libraries = 'gpuindex'" \
-	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.batch_linger_us = 500" || exit 1
+	"gpuindex.device = $GPUINDEX_TEST_DEVICE" "gpuindex.batch_linger_us = 500" \
+	"gpuindex.service_overlap = on" || exit 1
 q "CREATE EXTENSION gpuindex" >/dev/null
 q "SELECT setseed(0.5);
    CREATE TABLE t (id bigserial PRIMARY KEY, v real[]);
