@@ -362,6 +362,13 @@ gi_search_flying(void)
 }
 
 /* see gi_store_requests.h */
+int
+gi_search_flight_requests(void)
+{
+	return flight.n;
+}
+
+/* see gi_store_requests.h */
 bool
 gi_search_flight_done(void)
 {

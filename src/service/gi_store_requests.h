@@ -34,12 +34,13 @@ extern void gi_search_group(GiStoreEntry *e, GiWork **group, int n);
 
 /*
  * The search left in flight past its round, if any (gi_search.c): whether
- * there is one, and whether the device is done with it; land it (wait for
- * it and answer its requests), which comes before any other call of the
- * compute backend; the landed requests, for the caller to publish, and
- * forgetting them once published.
+ * there is one, its requests, and whether the device is done with it;
+ * land it (wait for it and answer its requests), which comes before any
+ * other call of the compute backend; the landed requests, for the caller
+ * to publish, and forgetting them once published.
  */
 extern bool gi_search_flying(void);
+extern int	gi_search_flight_requests(void);
 extern bool gi_search_flight_done(void);
 extern void gi_search_land(void);
 extern int	gi_search_landed(GiWork **works);

@@ -231,6 +231,9 @@ payloads_forget(void)
 static GiWork *carried;
 static int	ncarried;
 
+/* flights of at most this many requests are answered before the next starts */
+#define GI_PUBLISH_FIRST_MAX	4
+
 /* how often requests that only wait are looked at again */
 #define GI_CARRIED_POLL_MS	1
 
@@ -547,15 +550,24 @@ gi_service_main(Datum main_arg)
 			pg_spin_delay();
 			nwork = collect_closed(work, nwork, maxwork);
 		}
-		if (nwork == 0 && gi_search_flying())
+		/*
+		 * A small flight's answers go out before the next search starts:
+		 * waking few sessions costs little device time, and their answers
+		 * would otherwise wait for the next search's launch.  A large
+		 * flight's wake-ups overlap the next search (run_round).
+		 */
+		if (gi_search_flying() &&
+			(nwork == 0 || gi_search_flight_requests() <= GI_PUBLISH_FIRST_MAX))
 		{
-			/* nothing new to prepare meanwhile: the flight's answers now */
 			MemoryContextSwitchTo(round_cxt);
 			gi_search_land();
 			publish_landed();
 			MemoryContextSwitchTo(TopMemoryContext);
-			spin_until = GetCurrentTimestamp() + gi_service_spin_us;
-			continue;
+			if (nwork == 0)
+			{
+				spin_until = GetCurrentTimestamp() + gi_service_spin_us;
+				continue;
+			}
 		}
 		waiting = ncarried > 0 || gi_kmeans_training();
 		if (nwork == 0 && !waiting && GetCurrentTimestamp() < spin_until)
