@@ -242,11 +242,12 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("gpuindex.service_overlap",
-							 "Whether the device service answers one round's searches while the next round's run.",
-							 "auto: where the compute backend searches asynchronously (CUDA), the service "
-							 "publishes answers, takes new requests and prepares them while the device searches; "
-							 "off: every search is waited for in its round; on: also on the host backend, whose "
-							 "searches run at once (only their answers wait; for tests).",
+							 "Whether the device service works while the device searches.",
+							 "auto: where the compute backend searches asynchronously (CUDA) and a search merges "
+							 "the requests of at least 8 sessions, the service wakes the sessions of the search "
+							 "before and takes new requests while the device searches; off: every search is "
+							 "waited for in its round; on: every search, also on the host backend (whose "
+							 "searches run at once: only their answers wait; for tests).",
 							 &gi_service_overlap,
 							 GI_OVERLAP_AUTO,
 							 overlap_options,

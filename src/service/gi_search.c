@@ -29,6 +29,9 @@
 #include "gi_service.h"
 #include "gi_store_requests.h"
 
+/* requests a search needs to be left in flight with gpuindex.service_overlap = auto */
+#define GI_FLY_MIN_REQUESTS	8
+
 /* queries of a first slice, before the request's cost per query is known */
 #define GI_SLICE_FIRST	16
 
@@ -281,12 +284,20 @@ answer_merged(GiWork **group, int n, uint32 k, gi_status st, const gi_hit *hits,
 	}
 }
 
-/* may this store's searches be left in flight (gpuindex.service_overlap)? */
+/*
+ * May a search of n requests of this store be left in flight
+ * (gpuindex.service_overlap)?  With auto, only where the backend searches
+ * asynchronously and many sessions wait: a flight saves the device the
+ * time it would wait while the service wakes its sessions, but the next
+ * search starts sooner with fewer requests, and few-request searches cost
+ * the device nearly what larger ones do.
+ */
 static bool
-may_fly(const GiStoreEntry *e)
+may_fly(const GiStoreEntry *e, int n)
 {
 	return gi_service_overlap == GI_OVERLAP_ON ||
-		(gi_service_overlap == GI_OVERLAP_AUTO && gi_shards_can_start(&e->shards));
+		(gi_service_overlap == GI_OVERLAP_AUTO && n >= GI_FLY_MIN_REQUESTS &&
+		 gi_shards_can_start(&e->shards));
 }
 
 /*
@@ -452,7 +463,7 @@ search_merged(GiStoreEntry *e, const GiServiceKind *kind, GiWork **group, int n)
 	}
 
 	trace = traced(e, group, n);
-	if (!trace && may_fly(e))
+	if (!trace && may_fly(e, n))
 	{
 		fly(e, kind, reqs, group, n, (uint32) nq, k);
 		return;
