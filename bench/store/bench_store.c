@@ -167,7 +167,8 @@ hits_differ(const gi_hit *h, const uint32_t *f, const gi_hit *ref, const uint32_
 
 /*
  * BENCH_DIR_SHAPES="BxI ..." with BENCH_PROFILE=B:P:R:K: the directory
- * scan's shapes (B blocks an SM, I words a lane loads at a time) in turns,
+ * scan's shapes (B blocks an SM, I words a lane loads at a time; "tiles":
+ * the multi-query tiles instead, gi_cuda_ivf_set_tiles) in turns,
  * R searches each, every search of the round on the same batch (a fresh
  * batch each round); prints each shape's p50 and p90 and how many hits
  * differ from the first shape's (the shapes must give the same bits).
@@ -178,6 +179,8 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 {
 	gi_cuda_ivf_set_dir_shape_fn set_shape =
 		(gi_cuda_ivf_set_dir_shape_fn) dlsym(handle, GI_CUDA_IVF_SET_DIR_SHAPE);
+	gi_cuda_ivf_set_tiles_fn set_tiles =
+		(gi_cuda_ivf_set_tiles_fn) dlsym(handle, GI_CUDA_IVF_SET_TILES);
 	int			bps[16];
 	int			ilp[16];
 	int			ns = 0;
@@ -195,8 +198,15 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 		fprintf(stderr, "the module has no %s\n", GI_CUDA_IVF_SET_DIR_SHAPE);
 		return 77;
 	}
-	while (ns < 16 && sscanf(c, " %dx%d%n", &bps[ns], &ilp[ns], &n) == 2)
+	for (;;)
 	{
+		n = 0;
+		if (ns < 16 && sscanf(c, " %dx%d%n", &bps[ns], &ilp[ns], &n) == 2)
+			;
+		else if (ns < 16 && set_tiles != NULL && sscanf(c, " tiles%n", &n) == 0 && n > 0)
+			bps[ns] = ilp[ns] = -1;
+		else
+			break;
 		ns++;
 		c += n;
 	}
@@ -218,7 +228,9 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 			double		t0;
 			gi_status	st;
 
-			set_shape(bps[i], ilp[i]);
+			if (set_tiles != NULL)
+				set_tiles(bps[i] < 0 ? 1 : 0);
+			set_shape(bps[i] < 0 ? 0 : bps[i], bps[i] < 0 ? 0 : ilp[i]);
 			t0 = now_ms();
 			st = ivf_search(s, dim, B, q, P, K, out, fo);
 			t[(size_t) i * R + r] = now_ms() - t0;
@@ -229,13 +241,20 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 		}
 	}
 	set_shape(0, 0);
+	if (set_tiles != NULL)
+		set_tiles(0);
 	for (int i = 0; i < ns; i++)
 	{
 		double		p50 = pct(t + (size_t) i * R, (int) R, 0.5);
 		double		p90 = pct(t + (size_t) i * R, (int) R, 0.9);
+		char		name[32];
 
-		printf("dir shape %dx%d batch %u probes %u k %u: p50 %.4f ms p90 %.4f ms, %" PRIu64
-			   " hits differ\n", bps[i], ilp[i], B, P, K, p50, p90, differ[i]);
+		if (bps[i] < 0)
+			snprintf(name, sizeof(name), "tiles");
+		else
+			snprintf(name, sizeof(name), "%dx%d", bps[i], ilp[i]);
+		printf("dir shape %s batch %u probes %u k %u: p50 %.4f ms p90 %.4f ms, %" PRIu64
+			   " hits differ\n", name, B, P, K, p50, p90, differ[i]);
 	}
 	free(t);
 	free(differ);

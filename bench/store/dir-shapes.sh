@@ -7,7 +7,8 @@
 # table and plot (dir_shapes_report.py) to OUTDIR/dir-shapes.{md,png}.
 #
 #   bash bench/store/dir-shapes.sh OUTDIR MODULE.so
-#   DS_SHAPES ["1x16 0x0 1x64 2x32 1x32": 0 takes the default's choice for that part]
+#   DS_SHAPES ["1x16 0x0 1x64 2x32 1x32": 0 takes the default's choice for that part;
+#             "tiles": the multi-query tiles, e.g. DS_SHAPES="0x0 tiles" for batches of 8-32]
 #   DS_PROFILES ["1:32:600:10 2:32:400:10 4:32:300:10 8:32:300:10 1:16:600:10 32:32:150:10"]
 #   BENCH_N [450000]  BENCH_LISTS [700]
 set -u

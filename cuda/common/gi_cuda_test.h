@@ -96,6 +96,16 @@ typedef void (*gi_cuda_ivf_set_dir_shape_fn) (int blocks_per_sm, int ilp);
 #define GI_CUDA_IVF_SET_DIR_SHAPE "gi_cuda_ivf_set_dir_shape"
 
 /*
+ * The IVF kind's multi-query tiles (a list read once for the queries of the
+ * batch that probe it): mode 1 takes them for every batch of k <= 1024
+ * whose tile fits, also for few queries; 0 (the default) only where the
+ * batch probes twice as many (query, list) pairs as there are lists.
+ * Process-wide.
+ */
+typedef void (*gi_cuda_ivf_set_tiles_fn) (int mode);
+#define GI_CUDA_IVF_SET_TILES "gi_cuda_ivf_set_tiles"
+
+/*
  * Benchmarks: time the device part of each mutation with CUDA events
  * (uploads, kernels, patches; not the host-side planning), read back as
  * the last insert's or delete's device milliseconds.

@@ -1122,6 +1122,15 @@ gi_cuda_ivf_set_dir_shape(int blocks_per_sm, int ilp)
 	gi_cu_dir_ilp = ilp == GI_CU_ILP || ilp == 2 * GI_CU_ILP || ilp == 4 * GI_CU_ILP ? ilp : 0;
 }
 
+/* multi-query tiles forced (gi_cuda_ivf_set_tiles, a benchmark and test hook) */
+static int	gi_cu_tiles_forced = 0;
+
+extern "C" void
+gi_cuda_ivf_set_tiles(int mode)
+{
+	gi_cu_tiles_forced = mode == 1 ? 1 : 0;
+}
+
 /* the directory scan of `blocks` blocks, in the shape's kernel */
 static gi_status
 gi_cu_scan_dir(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, uint32_t blocks, size_t smem)
@@ -1188,9 +1197,10 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 	 * each query's P partial lists.  Within a scratch budget only.
 	 */
 	a.order = NULL;
-	tiles = (size_t) qc * a.P >= 2 * (size_t) s->params.nlists &&
+	tiles = (gi_cu_tiles_forced || (size_t) qc * a.P >= 2 * (size_t) s->params.nlists) &&
 		gi_tile_smem(GI_CU_TILE_Q, cap, a.W) <= GI_CU_TILE_SMEM_MAX;
-	if (G == 1 && (a.P > 1 || tiles) && a.P <= GI_CU_MAX_GROUPS &&
+	if ((G == 1 || (tiles && gi_cu_tiles_forced)) && (a.P > 1 || tiles) &&
+		a.P <= GI_CU_MAX_GROUPS &&
 		(size_t) qc * a.P * a.k * (sizeof(float) + sizeof(uint64_t)) <= GI_CU_ORDER_BUDGET)
 	{
 		size_t		n = (size_t) qc * a.P;

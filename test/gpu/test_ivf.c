@@ -639,6 +639,18 @@ test_batch_tiles(void)
 						   "multi-query tiles");
 	}
 
+	/* tiles forced for few queries too (the hook): the host's answers */
+	if (cu_ivf_tiles)
+	{
+		static const uint32_t fewq[] = {1, 3, 8, 32};
+
+		cu_ivf_tiles(1);
+		for (i = 0; i < sizeof(fewq) / sizeof(fewq[0]); i++)
+			ivf_compare_search(&p, GI_METRIC_L2, fewq[i], qs, 1 + (7 * i) % nlists, 10,
+							   "tiles forced, few queries");
+		cu_ivf_tiles(0);
+	}
+
 	/* batch vs alone: the same arithmetic, so the same bits */
 	{
 		uint32_t	k = 10;
