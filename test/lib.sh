@@ -38,6 +38,9 @@ cluster_start() {
 		echo "fsync = off"
 		echo "max_connections = 50"
 		for line in "$@"; do echo "$line"; done
+		# GPUINDEX_TEST_CONF: more settings for every test cluster, after the test's own
+		# (e.g. "gpuindex.service_overlap = on" to run every scenario with flights)
+		if [ -n "${GPUINDEX_TEST_CONF:-}" ]; then echo "$GPUINDEX_TEST_CONF"; fi
 	} >>"$dir/data/postgresql.conf"
 	as_pg "pg_ctl -D '$dir/data' -l '$dir/server.log' -w -t 60 start >/dev/null" ||
 		{ cat "$dir/server.log"; return 1; }

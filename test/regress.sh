@@ -26,6 +26,7 @@ gpuindex.devices = ${GPUINDEX_TEST_DEVICES:-0}
 gpuindex.service_overlap = ${GPUINDEX_TEST_OVERLAP:-on}
 max_connections = 30
 fsync = off
+${GPUINDEX_TEST_CONF:-}
 CONF
 chmod -R a+rX "$dir"
 [ "$(id -u)" = 0 ] && chown -R "$PG_USER" "$dir"

@@ -4,7 +4,8 @@
 #   builds and installs gpuindex, runs the C unit tests of the store,
 #   the pg_regress suite, the service/index scripts and the TAP tests.
 # Set GPUINDEX_SKIP_DEPS=1 to skip apt-get, GPUINDEX_TEST_DEVICE=cuda to
-# run everything on the CUDA backend (GPU host).
+# run everything on the CUDA backend (GPU host), GPUINDEX_TEST_CONF to add
+# settings to every test cluster (e.g. "gpuindex.service_overlap = on").
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")

@@ -22,6 +22,9 @@ gpuindex.device = $device
 fsync = off
 restart_after_crash = on
 ));
+	# GPUINDEX_TEST_CONF: more settings for every test cluster (test/lib.sh)
+	$node->append_conf('postgresql.conf', $ENV{GPUINDEX_TEST_CONF})
+	  if $ENV{GPUINDEX_TEST_CONF};
 	return $node;
 }
 
