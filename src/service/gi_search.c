@@ -29,7 +29,7 @@
 #include "gi_service.h"
 #include "gi_store_requests.h"
 
-/* requests a search needs to be left in flight with gpuindex.service_overlap = auto */
+/* requests a search merges to be left in flight with service_overlap = auto */
 #define GI_FLY_MIN_REQUESTS	8
 
 /* queries of a first slice, before the request's cost per query is known */

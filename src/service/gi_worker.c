@@ -540,6 +540,7 @@ gi_service_main(Datum main_arg)
 		nwork = collect_closed(work, 0, maxwork);
 		if (nwork > 0)
 			nwork = collect_closed(work, nwork, maxwork);
+
 		/*
 		 * While the device searches, take the requests that come: they
 		 * start as one search when it is done.
@@ -550,6 +551,7 @@ gi_service_main(Datum main_arg)
 			pg_spin_delay();
 			nwork = collect_closed(work, nwork, maxwork);
 		}
+
 		/*
 		 * A small flight's answers go out before the next search starts:
 		 * waking few sessions costs little device time, and their answers
