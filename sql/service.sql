@@ -25,6 +25,18 @@ SELECT gpuindex_ping() FROM generate_series(1, 100) \g /dev/null
 SELECT s.requests - b.requests >= 101 AS counted
 FROM gpuindex_service() s, before b;
 
+-- the service's time is counted: in rounds, and in the compute backend's searches
+CREATE TEMP TABLE before_t AS SELECT round_seconds, search_seconds FROM gpuindex_service();
+CREATE TABLE svc_t AS SELECT i AS id, ARRAY[i, i + 1]::real[] AS v FROM generate_series(1, 100) i;
+CREATE INDEX svc_t_v ON svc_t USING gpuivf (v real_l2_ops) WITH (lists = 2);
+SET enable_seqscan = off;
+SELECT id FROM svc_t ORDER BY v <-> '{3,4}' LIMIT 1;
+RESET enable_seqscan;
+SELECT s.round_seconds > b.round_seconds AS rounds_timed,
+       s.search_seconds > b.search_seconds AS searches_timed
+FROM gpuindex_service() s, before_t b;
+DROP TABLE svc_t;
+
 -- the in-backend timer: positive, and arguments are checked
 SELECT gpuindex_ping_bench(100) > 0 AS positive;
 SELECT gpuindex_ping_bench(0);
@@ -37,9 +49,10 @@ FROM pg_attribute WHERE attrelid = 'gpuindex_stats'::regclass AND attnum > 0;
 
 -- GUCs: documented names, reserved prefix
 SELECT name, CASE WHEN name = 'gpuindex.device' THEN setting IN ('auto', 'cpu', 'cuda')::text
+	WHEN name = 'gpuindex.service_overlap' THEN setting IN ('auto', 'off', 'on')::text
 	ELSE setting END AS setting, context FROM pg_settings
 WHERE name IN ('gpuindex.memory_limit', 'gpuindex.batch_linger_us', 'gpuindex.device',
-	'gpuindex.service_spin_us', 'gpuindex.client_spin_us')
+	'gpuindex.service_spin_us', 'gpuindex.client_spin_us', 'gpuindex.service_overlap')
 ORDER BY name;
 SET gpuindex.no_such_setting = 1;
 SET gpuindex.batch_linger_us = 10;
