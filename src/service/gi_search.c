@@ -207,15 +207,27 @@ traced(GiStoreEntry *e, GiWork **group, int n)
 	return false;
 }
 
+/* the kind's parameters of a merged search, aligned for any of them */
+typedef union GiSearchParams
+{
+	char		bytes[GI_KARGS_BYTES];
+	uint64		align;
+} GiSearchParams;
+
+/* reqs[0..n)'s queries back to back and their parameters, by the kind */
+static const void *
+merge_queries(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, int n,
+			  GiSearchParams *params, Size *query_bytes)
+{
+	memset(params, 0, sizeof(*params));
+	return kind->merge_search(e->summary, &e->kdata, reqs, n, params->bytes, query_bytes);
+}
+
 static gi_status
 backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, int n,
 			   uint32 nq, uint32 k, gi_hit **hits, uint32 **found, double *us)
 {
-	union
-	{
-		char		bytes[GI_KARGS_BYTES];
-		uint64		align;
-	}			params;
+	GiSearchParams params;
 	const void *queries;
 	Size		query_bytes;
 	TimestampTz t0 = 0;
@@ -223,9 +235,7 @@ backend_search(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *r
 	gi_status	st;
 
 	gi_search_land();
-	memset(&params, 0, sizeof(params));
-	queries = kind->merge_search(e->summary, &e->kdata, reqs, n, params.bytes,
-								 &query_bytes);
+	queries = merge_queries(e, kind, reqs, n, &params, &query_bytes);
 	*hits = palloc_extended((Size) nq * k * sizeof(gi_hit), MCXT_ALLOC_HUGE);
 	*found = palloc_extended((Size) nq * sizeof(uint32), MCXT_ALLOC_HUGE);
 	if (gi_search_slice_ms > 0)
@@ -308,11 +318,7 @@ static void
 fly(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, GiWork **group,
 	int n, uint32 nq, uint32 k)
 {
-	union
-	{
-		char		bytes[GI_KARGS_BYTES];
-		uint64		align;
-	}			params;
+	GiSearchParams params;
 	const void *queries;
 	Size		query_bytes;
 	gi_hit	   *hits;
@@ -329,9 +335,7 @@ fly(GiStoreEntry *e, const GiServiceKind *kind, const GiKindSearch *reqs, GiWork
 										 sizeof(GiWork *) * gi_shared->nslots);
 		landed = MemoryContextAlloc(TopMemoryContext, sizeof(GiWork) * gi_shared->nslots);
 	}
-	memset(&params, 0, sizeof(params));
-	queries = kind->merge_search(e->summary, &e->kdata, reqs, n, params.bytes,
-								 &query_bytes);
+	queries = merge_queries(e, kind, reqs, n, &params, &query_bytes);
 	hits = MemoryContextAllocExtended(TopMemoryContext, (Size) nq * k * sizeof(gi_hit),
 									  MCXT_ALLOC_HUGE);
 	found = MemoryContextAllocExtended(TopMemoryContext, (Size) nq * sizeof(uint32),

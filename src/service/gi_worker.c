@@ -464,8 +464,9 @@ run_round(GiWork *work, int nwork, MemoryContext round_cxt)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	publish_landed();
+	/* after the drops, which land a flight whose store goes */
 	gi_drop_stores_of_lost_inserts(work, nwork);
+	publish_landed();
 	finish_round(work, nwork);
 	gi_round_ns_total += gi_now_ns() - t0;
 	if (gi_service_restart_pending)
