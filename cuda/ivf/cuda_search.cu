@@ -218,6 +218,32 @@ gi_slab_distance(int metric, const uint32_t *data, uint32_t W,
 	return gi_rank_float(1.0f - acc0 / (sqrtf(qn) * sqrtf(nrm0)));
 }
 
+/*
+ * One warp scores one slab, its bitmap and data block already read: the
+ * key of the lane's slot is loaded with the payload rather than after the
+ * distance, so it adds no memory latency of its own.
+ */
+template <bool APPEND, int ILP = GI_CU_ILP>
+__device__ __forceinline__ void
+gi_scan_slab_at(const gi_scan_args &a, uint32_t bm, const uint32_t *data, uint32_t q,
+				const float *qv, float qn, gi_topk_state &ts, float *sd,
+				uint64_t *sk)
+{
+	const uint32_t lane = threadIdx.x & 31;
+	const bool	valid = gi_slot_live(bm, lane);
+	uint64_t	key;
+	float		d;
+
+	if (bm == 0)
+		return;					/* warp-uniform */
+	key = valid ? gi_slot_key(data, a.W, lane) : 0;
+	d = gi_slab_distance<ILP>(a.metric, data, a.W, qv, qn, lane);
+	if (APPEND)
+		gi_append(a, q, valid, d, key);
+	else
+		gi_topk_offer(ts, sd, sk, valid, d, key);
+}
+
 /* one warp scores one slab */
 template <bool APPEND, int ILP = GI_CU_ILP>
 __device__ __forceinline__ void
@@ -225,33 +251,24 @@ gi_scan_slab(const gi_scan_args &a, uint32_t slab, uint32_t q,
 			 const float *qv, float qn, gi_topk_state &ts, float *sd,
 			 uint64_t *sk)
 {
-	const uint32_t lane = threadIdx.x & 31;
 	uint32_t	bm = gi_slab_bitmap(a.slabs, slab);
-	const uint32_t *data;
-	float		d;
-	bool		valid;
-	uint64_t	key = 0;
 
 	if (bm == 0)
 		return;					/* warp-uniform */
-	data = gi_slab_data(a.slabs, slab);
-	d = gi_slab_distance<ILP>(a.metric, data, a.W, qv, qn, lane);
-	valid = gi_slot_live(bm, lane);
-	if (valid)
-		key = gi_slot_key(data, a.W, lane);
-	if (APPEND)
-		gi_append(a, q, valid, d, key);
-	else
-		gi_topk_offer(ts, sd, sk, valid, d, key);
+	gi_scan_slab_at<APPEND, ILP>(a, bm, gi_slab_data(a.slabs, slab), q, qv, qn, ts, sd, sk);
 }
 
 /*
  * The block's warps score n queued slabs, one slab per warp per round,
- * flushing the top-k between rounds (every thread of the block calls it)
+ * flushing the top-k between rounds (every thread of the block calls it).
+ * With qbm and qdata (the slabs' bitmaps and data blocks, read for the
+ * whole queue at once) a warp starts on its slab's payload at once; else
+ * each warp reads its slab's header first.
  */
 template <bool APPEND, int ILP = GI_CU_ILP>
 __device__ __forceinline__ void
-gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, uint32_t n, uint32_t q,
+gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, const uint32_t *qbm,
+			  const uint32_t *const *qdata, uint32_t n, uint32_t q,
 			  const float *qv, float qn, gi_topk_state &ts, float *sd, uint64_t *sk)
 {
 	const uint32_t warp = threadIdx.x >> 5;
@@ -261,7 +278,9 @@ gi_scan_queue(const gi_scan_args &a, const uint32_t *qd, uint32_t n, uint32_t q,
 	{
 		uint32_t	i = b + warp;
 
-		if (i < n)
+		if (i < n && qbm)
+			gi_scan_slab_at<APPEND, ILP>(a, qbm[i], qdata[i], q, qv, qn, ts, sd, sk);
+		else if (i < n)
 			gi_scan_slab<APPEND, ILP>(a, qd[i], q, qv, qn, ts, sd, sk);
 		if (!APPEND && gi_topk_need_flush(ts, a.cap))
 			gi_topk_flush(ts, sd, sk, a.cap, a.k);
@@ -311,8 +330,8 @@ gi_k_scan(gi_scan_args a)
 		gi_walk_chains<GI_CU_SQ>(a.slabs, cur, a.max_steps, a.flags, queue, qlen,
 								 [&](const uint32_t *qd, uint32_t nqueued)
 								 {
-									 gi_scan_queue<APPEND>(a, qd, nqueued, q, qv, qn, ts,
-														   sd, sk);
+									 gi_scan_queue<APPEND>(a, qd, NULL, NULL, nqueued, q, qv,
+														   qn, ts, sd, sk);
 								 });
 	}
 
@@ -342,6 +361,8 @@ gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 	__shared__ typename scan_t::TempStorage scan_tmp;
 	__shared__ gi_topk_state ts;
 	__shared__ uint32_t total;
+	__shared__ uint32_t qbm[GI_CU_SQ];
+	__shared__ const uint32_t *qdata[GI_CU_SQ];
 	const uint32_t tid = threadIdx.x;
 	const uint32_t q = blockIdx.x / a.G;
 	const uint32_t g = blockIdx.x % a.G;
@@ -383,7 +404,14 @@ gi_k_scan_dir(gi_scan_args a, const uint32_t *dir, const uint32_t *off)
 			for (uint32_t i = pos < w0 ? w0 - pos : 0; i < n && pos + i < w0 + wlen; i++)
 				queue[pos + i - w0] = dir[base + first + i * a.G];
 			__syncthreads();
-			gi_scan_queue<false, ILP>(a, queue, wlen, q, qv, qn, ts, sd, sk);
+			/* the window's slab headers, each thread's few independent loads */
+			for (uint32_t i = tid; i < wlen; i += blockDim.x)
+			{
+				qbm[i] = gi_slab_bitmap(a.slabs, queue[i]);
+				qdata[i] = gi_slab_data(a.slabs, queue[i]);
+			}
+			__syncthreads();
+			gi_scan_queue<false, ILP>(a, queue, qbm, qdata, wlen, q, qv, qn, ts, sd, sk);
 			__syncthreads();
 		}
 	}
@@ -1106,11 +1134,12 @@ gi_cuda_ivf_set_scan(int mode)
 /*
  * The directory scan's shape (gi_cuda_ivf_set_dir_shape, a benchmark and
  * test hook): blocks an SM for the query's groups, and words a lane loads
- * before their FMAs (GI_CU_ILP, twice or four times that).  0 is the
- * default: one block an SM for one query, two for more; four times the
- * words when the grid is one block an SM or less (the kernel's 168
- * registers leave room for one block only), else twice
- * (docs/query-path.md has the measurements).
+ * before their FMAs (GI_CU_ILP, twice, four or eight times that).  0 is the
+ * default: one block an SM for one query, two for more; when the grid is
+ * one block an SM or less (the wide kernels' 168 and 255 registers leave
+ * room for one block only) eight times the words for vectors of as many,
+ * else four times, and twice for larger grids (docs/query-path.md has the
+ * measurements).
  */
 static int	gi_cu_dir_bps = 0;
 static int	gi_cu_dir_ilp = 0;
@@ -1119,7 +1148,8 @@ extern "C" void
 gi_cuda_ivf_set_dir_shape(int blocks_per_sm, int ilp)
 {
 	gi_cu_dir_bps = blocks_per_sm >= 1 && blocks_per_sm <= 8 ? blocks_per_sm : 0;
-	gi_cu_dir_ilp = ilp == GI_CU_ILP || ilp == 2 * GI_CU_ILP || ilp == 4 * GI_CU_ILP ? ilp : 0;
+	gi_cu_dir_ilp = ilp == GI_CU_ILP || ilp == 2 * GI_CU_ILP || ilp == 4 * GI_CU_ILP ||
+		ilp == 8 * GI_CU_ILP ? ilp : 0;
 }
 
 /* multi-query tiles forced (gi_cuda_ivf_set_tiles, a benchmark and test hook) */
@@ -1139,9 +1169,13 @@ gi_cu_scan_dir(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, uint32_t block
 	const uint32_t *off = (const uint32_t *) iv->dir.d_off.p;
 	int			ilp = gi_cu_dir_ilp;
 
-	if (ilp == 0)
-		ilp = blocks <= (uint32_t) s->dev->sms ? 4 * GI_CU_ILP : 2 * GI_CU_ILP;
-	if (ilp == 4 * GI_CU_ILP)
+	if (ilp == 0 && blocks > (uint32_t) s->dev->sms)
+		ilp = 2 * GI_CU_ILP;
+	else if (ilp == 0)
+		ilp = a.W >= 8 * GI_CU_ILP ? 8 * GI_CU_ILP : 4 * GI_CU_ILP;
+	if (ilp == 8 * GI_CU_ILP)
+		gi_k_scan_dir<8 * GI_CU_ILP, 1><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);
+	else if (ilp == 4 * GI_CU_ILP)
 		gi_k_scan_dir<4 * GI_CU_ILP, 1><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);
 	else if (ilp == 2 * GI_CU_ILP)
 		gi_k_scan_dir<2 * GI_CU_ILP, 1><<<blocks, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off);

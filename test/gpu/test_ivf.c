@@ -525,7 +525,7 @@ test_few_query_dir(void)
 			cu_ivf_scan(GI_CU_SCAN_DIR);
 			ivf_compare_search(&p, metrics[m], nq, qs, probes, 10, what);
 			{
-				static const int dshape[][2] = {{1, 16}, {2, 16}, {3, 16}, {1, 32}, {2, 32}, {1, 64}, {1, 0}, {0, 0}};
+				static const int dshape[][2] = {{1, 16}, {2, 16}, {3, 16}, {1, 32}, {2, 32}, {1, 64}, {1, 128}, {1, 0}, {0, 0}};
 				gi_hit	   *hd = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				gi_hit	   *hc = malloc((size_t) nq * 100 * sizeof(gi_hit));
 				uint32_t   *fd = malloc(nq * sizeof(uint32_t));
