@@ -168,7 +168,8 @@ hits_differ(const gi_hit *h, const uint32_t *f, const gi_hit *ref, const uint32_
 /*
  * BENCH_DIR_SHAPES="BxI ..." with BENCH_PROFILE=B:P:R:K: the directory
  * scan's shapes (B blocks an SM, I words a lane loads at a time; "tiles":
- * the multi-query tiles instead, gi_cuda_ivf_set_tiles) in turns,
+ * the multi-query tiles instead, gi_cuda_ivf_set_tiles; "tilesN": with N
+ * slabs of a list a tile block, -1 the chain walk) in turns,
  * R searches each, every search of the round on the same batch (a fresh
  * batch each round); prints each shape's p50 and p90 and how many hits
  * differ from the first shape's (the shapes must give the same bits).
@@ -181,8 +182,11 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 		(gi_cuda_ivf_set_dir_shape_fn) dlsym(handle, GI_CUDA_IVF_SET_DIR_SHAPE);
 	gi_cuda_ivf_set_tiles_fn set_tiles =
 		(gi_cuda_ivf_set_tiles_fn) dlsym(handle, GI_CUDA_IVF_SET_TILES);
+	gi_cuda_ivf_set_tile_chunk_fn set_chunk =
+		(gi_cuda_ivf_set_tile_chunk_fn) dlsym(handle, GI_CUDA_IVF_SET_TILE_CHUNK);
 	int			bps[16];
 	int			ilp[16];
+	int			chunk[16];
 	int			ns = 0;
 	const char *c = spec;
 	double	   *t;
@@ -201,10 +205,19 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 	for (;;)
 	{
 		n = 0;
+		chunk[ns] = 0;
 		if (ns < 16 && sscanf(c, " %dx%d%n", &bps[ns], &ilp[ns], &n) == 2)
 			;
 		else if (ns < 16 && set_tiles != NULL && sscanf(c, " tiles%n", &n) == 0 && n > 0)
+		{
+			int			m = 0;
+
 			bps[ns] = ilp[ns] = -1;
+			/* "tilesN": N slabs a tile block (-1: the chain walk) */
+			if (set_chunk != NULL && (c[n] == '-' || (c[n] >= '0' && c[n] <= '9')) &&
+				sscanf(c + n, "%d%n", &chunk[ns], &m) == 1)
+				n += m;
+		}
 		else
 			break;
 		ns++;
@@ -230,6 +243,8 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 
 			if (set_tiles != NULL)
 				set_tiles(bps[i] < 0 ? 1 : 0);
+			if (set_chunk != NULL)
+				set_chunk(chunk[i]);
 			set_shape(bps[i] < 0 ? 0 : bps[i], bps[i] < 0 ? 0 : ilp[i]);
 			t0 = now_ms();
 			st = ivf_search(s, dim, B, q, P, K, out, fo);
@@ -243,13 +258,17 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 	set_shape(0, 0);
 	if (set_tiles != NULL)
 		set_tiles(0);
+	if (set_chunk != NULL)
+		set_chunk(0);
 	for (int i = 0; i < ns; i++)
 	{
 		double		p50 = pct(t + (size_t) i * R, (int) R, 0.5);
 		double		p90 = pct(t + (size_t) i * R, (int) R, 0.9);
 		char		name[32];
 
-		if (bps[i] < 0)
+		if (bps[i] < 0 && chunk[i] != 0)
+			snprintf(name, sizeof(name), "tiles%d", chunk[i]);
+		else if (bps[i] < 0)
 			snprintf(name, sizeof(name), "tiles");
 		else
 			snprintf(name, sizeof(name), "%dx%d", bps[i], ilp[i]);

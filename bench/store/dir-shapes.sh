@@ -8,7 +8,8 @@
 #
 #   bash bench/store/dir-shapes.sh OUTDIR MODULE.so
 #   DS_SHAPES ["1x16 0x0 1x64 2x32 1x32": 0 takes the default's choice for that part;
-#             "tiles": the multi-query tiles, e.g. DS_SHAPES="0x0 tiles" for batches of 8-32]
+#             "tiles": the multi-query tiles, e.g. DS_SHAPES="0x0 tiles" for batches of 8-32;
+#             "tilesN": N slabs of a list a tile block, "tiles-1" a block a tile on the chain]
 #   DS_PROFILES ["1:32:600:10 2:32:400:10 4:32:300:10 8:32:300:10 1:16:600:10 32:32:150:10"]
 #   BENCH_N [450000]  BENCH_LISTS [700]
 set -u

@@ -101,6 +101,10 @@ gi_cu_slabdir_update(gi_store *s, gi_cu_slabdir *d, cudaStream_t st)
 							  cudaMemcpyDeviceToHost, st));
 	GI_CU_TRY(cudaStreamSynchronize(st));
 	d->nslabs = ((const uint32_t *) d->h_off.p)[L];
+	d->maxcount = 0;
+	for (uint32_t l = 0; l < L; l++)
+		if (gi_cu_slabdir_count(d, l) > d->maxcount)
+			d->maxcount = gi_cu_slabdir_count(d, l);
 	d->nlists = L;
 	d->gen = s->gen;
 	d->valid = true;

@@ -18,6 +18,7 @@ struct gi_cu_slabdir
 	uint64_t	gen;			/* the store's mutation counter at the build */
 	uint32_t	nlists;
 	uint32_t	nslabs;			/* linked slabs in the directory */
+	uint32_t	maxcount;		/* slabs of the longest list */
 	gi_cu_buf	d_dir;			/* [nslabs] slab numbers grouped by list */
 	gi_cu_buf	d_off;			/* [nlists + 1] first entry of each list */
 	gi_cu_buf	d_cnt;			/* [nlists + 1] counts, then fill cursors */

@@ -86,10 +86,10 @@ typedef void (*gi_cuda_ivf_set_scan_fn) (int mode);
 
 /*
  * The IVF kind's directory scan of few queries: blocks_per_sm (1-8) blocks
- * an SM share a query's slabs, and ilp (16, 32 or 64) words a lane loads
+ * an SM share a query's slabs, and ilp (16, 32, 64 or 128) words a lane loads
  * before their FMAs; anything else resets that part to the default (one
- * block an SM for one query, two for more; 64 or 32 words by the grid's
- * size: cuda_search.cu).
+ * block an SM for one query, two for more; 128, 64 or 32 words by the
+ * grid's size and the vectors': cuda_search.cu).
  * The answers are the same bits in every shape.  Process-wide.
  */
 typedef void (*gi_cuda_ivf_set_dir_shape_fn) (int blocks_per_sm, int ilp);
@@ -104,6 +104,15 @@ typedef void (*gi_cuda_ivf_set_dir_shape_fn) (int blocks_per_sm, int ilp);
  */
 typedef void (*gi_cuda_ivf_set_tiles_fn) (int mode);
 #define GI_CUDA_IVF_SET_TILES "gi_cuda_ivf_set_tiles"
+
+/*
+ * The IVF kind's tiles over the slab directory: slabs (> 0) slabs of a list
+ * a block takes, a long list's tile spread over several blocks; 0 the
+ * default (cuda_search.cu); below 0 a block a tile, walking the list's
+ * chain.  The answers are the same in every case.  Process-wide.
+ */
+typedef void (*gi_cuda_ivf_set_tile_chunk_fn) (int slabs);
+#define GI_CUDA_IVF_SET_TILE_CHUNK "gi_cuda_ivf_set_tile_chunk"
 
 /*
  * Benchmarks: time the device part of each mutation with CUDA events

@@ -62,6 +62,9 @@
 /* queries per multi-query tile, and the tile block's shared memory bound */
 #define GI_CU_TILE_Q		8
 #define GI_CU_TILE_SMEM_MAX	((size_t) 100 << 10)
+/* a tile's blocks for a long list: slabs a block, and blocks a tile at most */
+#define GI_CU_TILE_CHUNK	64
+#define GI_CU_TILE_SPLIT	16
 /*
  * groups per query from which the few-query scan takes the slab directory
  * (measured for one query; larger chunks keep the chain walk)
@@ -645,9 +648,19 @@ gi_tile_smem(int Q, uint32_t cap, uint32_t W)
 		+ GI_CU_TILE_SQ * sizeof(uint32_t);
 }
 
+/*
+ * One block a tile, or with the slab directory (dir, off; NULL: the chain
+ * walk) nsplit blocks a tile: block s of a tile of list l takes the slabs
+ * s, s + n, s + 2n, ... of the list's directory entries, n being the
+ * list's own split (enough blocks for `chunk` slabs each, at most nsplit),
+ * so a long list no longer sets the kernel's time alone; a block past its
+ * list's split only marks its partial lists empty.  A unit's partial list
+ * s is number u * nsplit + s.
+ */
 template <int Q, int S>
 __global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
-gi_k_scan_tile(gi_scan_args a)
+gi_k_scan_tile(gi_scan_args a, const uint32_t *dir, const uint32_t *off, uint32_t nsplit,
+			   uint32_t chunk)
 {
 	extern __shared__ __align__(16) unsigned char gi_smem[];
 	const uint32_t Wp = (a.W + 3) & ~3u;
@@ -663,16 +676,30 @@ gi_k_scan_tile(gi_scan_args a)
 	const uint32_t tid = threadIdx.x;
 	const uint32_t warp = tid >> 5;
 	const uint32_t nwarps = blockDim.x >> 5;
+	const uint32_t split = blockIdx.x % nsplit;
 	uint32_t	start;
 	uint32_t	list;
 	uint32_t	nqt;
 	uint32_t	steps = 0;
+	uint32_t	lbase = 0;
+	uint32_t	lsplit = 1;
+	uint32_t	mine = 0;
+	uint32_t	w0 = 0;
 	uint32_t	i;
 
-	if (blockIdx.x >= *a.ntiles)
+	if (blockIdx.x / nsplit >= *a.ntiles)
 		return;					/* block-uniform */
-	start = a.tiles[blockIdx.x];
+	start = a.tiles[blockIdx.x / nsplit];
 	list = a.okeys[start];
+	if (dir)
+	{
+		uint32_t	c = off[list + 1] - off[list];
+
+		lbase = off[list];
+		lsplit = (c + chunk - 1) / chunk;
+		lsplit = lsplit < 1 ? 1 : lsplit > nsplit ? nsplit : lsplit;
+		mine = split < c ? (c - split + lsplit - 1) / lsplit : 0;
+	}
 	if (tid < Q)
 	{
 		uint32_t	o = start + tid;
@@ -686,10 +713,16 @@ gi_k_scan_tile(gi_scan_args a)
 		ts[tid].td = 0.0f;
 		ts[tid].tk = 0;
 	}
-	if (tid == 0)
+	if (tid == 0 && !dir)
 		next = gi_list_head(a.lists, list);
 	/* the units of a list are consecutive, so the tile's are a prefix */
 	nqt = (uint32_t) __syncthreads_count(tid < Q && units[tid] != UINT32_MAX);
+	if (split >= lsplit)
+	{
+		if (tid < nqt)
+			a.cn[(size_t) units[tid] * nsplit + split] = 0;
+		return;					/* block-uniform */
+	}
 	for (i = tid; i < (uint32_t) Q * Wp; i += blockDim.x)
 	{
 		uint32_t	qq = i / Wp;
@@ -704,18 +737,31 @@ gi_k_scan_tile(gi_scan_args a)
 		uint32_t	b;
 		bool		more;
 
-		/* one thread walks ahead; the chain is serial anyway */
-		if (tid == 0)
+		if (dir)
 		{
-			uint32_t	cur = next;
-
-			qlen = gi_walk_ahead(a.slabs, &cur, GI_CU_TILE_SQ, &steps, a.max_steps,
-								 a.flags, queue);
-			next = cur;
+			/* this block's next window of the list's directory entries */
+			nq = mine - w0 < GI_CU_TILE_SQ ? mine - w0 : GI_CU_TILE_SQ;
+			for (i = tid; i < nq; i += blockDim.x)
+				queue[i] = dir[lbase + split + (size_t) (w0 + i) * lsplit];
+			w0 += nq;
+			more = w0 < mine;
+			__syncthreads();
 		}
-		__syncthreads();
-		nq = qlen;
-		more = next != GI_NIL;
+		else
+		{
+			/* one thread walks ahead; the chain is serial anyway */
+			if (tid == 0)
+			{
+				uint32_t	cur = next;
+
+				qlen = gi_walk_ahead(a.slabs, &cur, GI_CU_TILE_SQ, &steps, a.max_steps,
+									 a.flags, queue);
+				next = cur;
+			}
+			__syncthreads();
+			nq = qlen;
+			more = next != GI_NIL;
+		}
 		/* a round: each warp scores S slabs, then offers them in turn */
 		for (b = 0; b < nq; b += S * nwarps)
 		{
@@ -760,7 +806,7 @@ gi_k_scan_tile(gi_scan_args a)
 	/* the loop ended on a barrier: warp w finishes queries w, w + 8, ... */
 	for (i = warp; i < nqt; i += nwarps)
 	{
-		const uint32_t u = units[i];
+		const size_t u = (size_t) units[i] * nsplit + split;
 		const float *d = sd + (size_t) i * a.cap;
 		const uint64_t *kk = sk + (size_t) i * a.cap;
 		uint32_t	lane = tid & 31;
@@ -1085,13 +1131,14 @@ gi_cu_merge(gi_store *s, const gi_scan_args &a, uint32_t qc, gi_hit *d_hits,
 }
 
 /*
- * The tile kernel of S slabs at a time (gi_cu_tile_slabs), one block per
- * tile.  Its shared memory may be over the 48 KiB default, which has to be
- * allowed per kernel first.
+ * The tile kernel of S slabs at a time (gi_cu_tile_slabs), nsplit blocks
+ * a tile (gi_cu_tile_split).  Its shared memory may be over the 48 KiB
+ * default, which has to be allowed per kernel first.
  */
 template <int S>
 static gi_status
-gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem)
+gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem,
+				 const uint32_t *dir, const uint32_t *off, uint32_t nsplit, uint32_t chunk)
 {
 	GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, S>,
 								   cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1100,7 +1147,8 @@ gi_cu_scan_tiles(gi_store *s, const gi_scan_args &a, uint32_t grid, size_t smem)
 	GI_CU_TRY(cudaFuncSetAttribute(gi_k_scan_tile<GI_CU_TILE_Q, S>,
 								   cudaFuncAttributePreferredSharedMemoryCarveout,
 								   cudaSharedmemCarveoutMaxShared));
-	gi_k_scan_tile<GI_CU_TILE_Q, S><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a);
+	gi_k_scan_tile<GI_CU_TILE_Q, S><<<grid, GI_CU_SCAN_THREADS, smem, s->ss>>>(a, dir, off,
+																			 nsplit, chunk);
 	GI_CU_TRY(cudaGetLastError());
 	return GI_OK;
 }
@@ -1159,6 +1207,43 @@ extern "C" void
 gi_cuda_ivf_set_tiles(int mode)
 {
 	gi_cu_tiles_forced = mode == 1 ? 1 : 0;
+}
+
+/*
+ * Slabs of a list a tile block takes from the slab directory
+ * (gi_cuda_ivf_set_tile_chunk, a benchmark and test hook): 0 is the
+ * default, GI_CU_TILE_CHUNK; below 0 the tiles walk their lists' chains,
+ * a block a tile.
+ */
+static int	gi_cu_tile_chunk = 0;
+
+extern "C" void
+gi_cuda_ivf_set_tile_chunk(int slabs)
+{
+	gi_cu_tile_chunk = slabs;
+}
+
+/*
+ * Blocks a tile for the longest list (at most GI_CU_TILE_SPLIT, and as
+ * many partial lists as the merge takes and the scratch budget holds), or
+ * 1 when the tiles walk the chains; *chunk gets the slabs a block.
+ */
+static uint32_t
+gi_cu_tile_split(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, size_t units,
+				 uint32_t *chunk)
+{
+	uint32_t	n;
+
+	*chunk = gi_cu_tile_chunk > 0 ? (uint32_t) gi_cu_tile_chunk : GI_CU_TILE_CHUNK;
+	if (gi_cu_tile_chunk < 0 || !gi_cu_ivf_dir_ready(s, iv))
+		return 1;
+	n = gi_cu_div_up(iv->dir.maxcount, *chunk);
+	if (n > GI_CU_TILE_SPLIT)
+		n = GI_CU_TILE_SPLIT;
+	while (n > 1 && ((size_t) a.P * n > GI_CU_MAX_GROUPS ||
+					 units * n * a.k * (sizeof(float) + sizeof(uint64_t)) > GI_CU_ORDER_BUDGET))
+		n /= 2;
+	return n < 1 ? 1 : n;
 }
 
 /* the directory scan of `blocks` blocks, in the shape's kernel */
@@ -1284,6 +1369,10 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 			size_t		sel = 0;
 			uint32_t   *seg;
 			uint32_t	grid;
+			uint32_t	nsplit;
+			uint32_t	chunk;
+			const uint32_t *tdir;
+			const uint32_t *toff;
 
 			st = gi_cu_buf_reserve(&iv->s_seg, ((size_t) s->params.nlists + 1) * sizeof(uint32_t));
 			if (st == GI_OK)
@@ -1312,11 +1401,12 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 												 (const unsigned char *) iv->s_tflag.p,
 												 (uint32_t *) iv->s_tile.p,
 												 seg + s->params.nlists, (int64_t) n, s->ss));
-			st = gi_cu_partials(iv, &a, n);
+			nsplit = gi_cu_tile_split(s, iv, a, n, &chunk);
+			st = gi_cu_partials(iv, &a, n * nsplit);
 			if (st != GI_OK)
 				return st;
 			a.cap = cap;
-			a.G = G;
+			a.G = G * nsplit;
 			a.okeys = (const uint32_t *) iv->s_okey2.p;
 			a.tiles = (const uint32_t *) iv->s_tile.p;
 			a.ntiles = seg + s->params.nlists;
@@ -1325,10 +1415,12 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 			grid = (uint32_t) (n / GI_CU_TILE_Q +
 							   (n < s->params.nlists ? n : s->params.nlists));
 			smem = gi_tile_smem(GI_CU_TILE_Q, cap, a.W);
+			tdir = nsplit > 1 ? (const uint32_t *) iv->dir.d_dir.p : NULL;
+			toff = nsplit > 1 ? (const uint32_t *) iv->dir.d_off.p : NULL;
 			if (gi_cu_tile_slabs() == 1)
-				st = gi_cu_scan_tiles<1>(s, a, grid, smem);
+				st = gi_cu_scan_tiles<1>(s, a, grid * nsplit, smem, tdir, toff, nsplit, chunk);
 			else
-				st = gi_cu_scan_tiles<2>(s, a, grid, smem);
+				st = gi_cu_scan_tiles<2>(s, a, grid * nsplit, smem, tdir, toff, nsplit, chunk);
 			if (st != GI_OK)
 				return st;
 			return gi_cu_merge(s, a, qc, d_hits, d_found);

@@ -51,6 +51,7 @@ gi_cuda_sparse_profile_fn cu_sparse_profile;
 gi_cuda_ivf_set_scan_fn cu_ivf_scan;
 gi_cuda_ivf_set_dir_shape_fn cu_ivf_dir_shape;
 gi_cuda_ivf_set_tiles_fn cu_ivf_tiles;
+gi_cuda_ivf_set_tile_chunk_fn cu_ivf_tile_chunk;
 
 int			checks_failed;
 static int	printed;
@@ -560,6 +561,7 @@ load_module(const char *path)
 	cu_ivf_scan = (gi_cuda_ivf_set_scan_fn) dlsym(handle, GI_CUDA_IVF_SET_SCAN);
 	cu_ivf_dir_shape = (gi_cuda_ivf_set_dir_shape_fn) dlsym(handle, GI_CUDA_IVF_SET_DIR_SHAPE);
 	cu_ivf_tiles = (gi_cuda_ivf_set_tiles_fn) dlsym(handle, GI_CUDA_IVF_SET_TILES);
+	cu_ivf_tile_chunk = (gi_cuda_ivf_set_tile_chunk_fn) dlsym(handle, GI_CUDA_IVF_SET_TILE_CHUNK);
 	if (!entry || !cu_check || !cu_dump || !cu_set_concurrent || !cu_set_chunk || !cu_fail ||
 		!(C = entry()))
 	{

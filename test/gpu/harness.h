@@ -42,6 +42,7 @@ extern gi_cuda_sparse_profile_fn cu_sparse_profile;	/* may be NULL */
 extern gi_cuda_ivf_set_scan_fn cu_ivf_scan;	/* may be NULL */
 extern gi_cuda_ivf_set_dir_shape_fn cu_ivf_dir_shape;	/* may be NULL */
 extern gi_cuda_ivf_set_tiles_fn cu_ivf_tiles;	/* may be NULL */
+extern gi_cuda_ivf_set_tile_chunk_fn cu_ivf_tile_chunk;	/* may be NULL */
 
 /* ---- checks ---- */
 

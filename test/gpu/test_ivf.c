@@ -651,6 +651,32 @@ test_batch_tiles(void)
 		cu_ivf_tiles(0);
 	}
 
+	/*
+	 * A long list's tile over several blocks of the slab directory, from a
+	 * slab a block to the chain walk: the host's answers, every metric
+	 */
+	if (cu_ivf_tile_chunk)
+	{
+		static const int chunks[] = {1, 3, 8, -1};
+		uint32_t	c;
+
+		for (c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+		{
+			cu_ivf_tile_chunk(chunks[c]);
+			for (m = 0; m < (scale < 1.0 ? 1 : 3); m++)
+				ivf_compare_search(&p, (gi_metric) m, nq, qs, 2 + (c * 3 + (uint32_t) m) % nlists,
+								   c == 1 ? 64 : 10, "tiles over the directory");
+			if (cu_ivf_tiles)
+			{
+				cu_ivf_tiles(1);
+				ivf_compare_search(&p, GI_METRIC_L2, 8, qs, 5, 10,
+								   "tiles over the directory, few queries");
+				cu_ivf_tiles(0);
+			}
+		}
+		cu_ivf_tile_chunk(0);
+	}
+
 	/* batch vs alone: the same arithmetic, so the same bits */
 	{
 		uint32_t	k = 10;
