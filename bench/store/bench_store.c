@@ -186,7 +186,7 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 		(gi_cuda_ivf_set_tile_chunk_fn) dlsym(handle, GI_CUDA_IVF_SET_TILE_CHUNK);
 	int			bps[16];
 	int			ilp[16];
-	int			chunk[16];
+	int			chunk[16] = {0};
 	int			ns = 0;
 	const char *c = spec;
 	double	   *t;
@@ -205,7 +205,6 @@ dir_shapes(gi_store *s, void *handle, const char *spec, uint32_t dim, uint32_t N
 	for (;;)
 	{
 		n = 0;
-		chunk[ns] = 0;
 		if (ns < 16 && sscanf(c, " %dx%d%n", &bps[ns], &ilp[ns], &n) == 2)
 			;
 		else if (ns < 16 && set_tiles != NULL && sscanf(c, " tiles%n", &n) == 0 && n > 0)
