@@ -13,6 +13,8 @@
  *	 BENCH_PROFILE=B:P[:R[:K]] (build, then R (3) searches of batch B, P probes, k K (10): for
  *	 ncu or nsys),
  *	 BENCH_ONLY_INGEST=1 (ingestion and memory, then stop),
+ *	 BENCH_TILES=N with BENCH_PROFILE (the multi-query tiles forced, N slabs of
+ *	 a list a tile block, 0 the default, -1 the chain walk),
  *	 BENCH_DIR_SHAPES="1x16 2x16 1x32" with BENCH_PROFILE (the directory scan's
  *	 shapes in turns: see dir_shapes), BENCH_AFTER_WRITE=1 with BENCH_PROFILE
  *	 (searches right after a write, chain walk against a rebuilt directory:
@@ -648,6 +650,21 @@ main(int argc, char **argv)
 			return after_write(s, handle, dim, NQ, qs, x, lists, keys, N, B, P, R, K);
 		if (getenv("BENCH_DIR_SHAPES"))
 			return dir_shapes(s, handle, getenv("BENCH_DIR_SHAPES"), dim, NQ, qs, B, P, R, K);
+		if (getenv("BENCH_TILES"))
+		{
+			gi_cuda_ivf_set_tiles_fn set_tiles =
+				(gi_cuda_ivf_set_tiles_fn) dlsym(handle, GI_CUDA_IVF_SET_TILES);
+			gi_cuda_ivf_set_tile_chunk_fn set_tchunk =
+				(gi_cuda_ivf_set_tile_chunk_fn) dlsym(handle, GI_CUDA_IVF_SET_TILE_CHUNK);
+
+			if (set_tiles == NULL || set_tchunk == NULL)
+			{
+				fprintf(stderr, "the module has no %s\n", GI_CUDA_IVF_SET_TILES);
+				return 77;
+			}
+			set_tiles(1);
+			set_tchunk(atoi(getenv("BENCH_TILES")));
+		}
 		for (r = 0; r < R; r++)
 		{
 			t0 = now_ms();
