@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gi_backend.h"
+#include "host_store.h"
 #include "synth.h"
 
 #define SLAB_ROWS 32
@@ -34,37 +36,35 @@ env_u32(const char *name, uint32_t dflt)
 	return e ? (uint32_t) atol(e) : dflt;
 }
 
-static float
-dist2(const float *a, const float *b, uint32_t d)
-{
-	float		s = 0.0f;
-
-	for (uint32_t j = 0; j < d; j++)
-	{
-		float		t = a[j] - b[j];
-
-		s += t * t;
-	}
-	return s;
-}
-
-/* the P nearest lists of query q (ties: the lower list number) */
+/*
+ * The `probes` nearest lists of n vectors: the host backend's search of a
+ * one-list store of the centroids, as bench_store.c's assign_lists does on
+ * the device (the CUDA backend gives the host's answers).
+ */
 static void
-probe_lists(const float *q, const float *cent, uint32_t nl, uint32_t dim, uint32_t P,
-			float *dv, uint32_t *out)
+nearest_lists(gi_store *cs, uint32_t dim, uint32_t n, const float *v, uint32_t probes,
+			  uint32_t *out)
 {
-	for (uint32_t l = 0; l < nl; l++)
-		dv[l] = dist2(q, cent + (size_t) l * dim, dim);
-	for (uint32_t p = 0; p < P; p++)
-	{
-		uint32_t	best = UINT32_MAX;
+	static float c0[4096];
+	uint32_t	chunk = 10000;
+	gi_hit	   *h = malloc((size_t) chunk * probes * sizeof(gi_hit));
+	uint32_t   *f = malloc(chunk * sizeof(uint32_t));
 
-		for (uint32_t l = 0; l < nl; l++)
-			if (dv[l] >= 0.0f && (best == UINT32_MAX || dv[l] < dv[best]))
-				best = l;
-		out[p] = best;
-		dv[best] = -1.0f;
+	for (uint32_t i = 0; i < n; i += chunk)
+	{
+		uint32_t	m = n - i < chunk ? n - i : chunk;
+
+		if (gi_host_ivf_search(cs, c0, dim, GI_METRIC_L2, m, v + (size_t) i * dim, 1, probes,
+							   h, f) != GI_OK)
+		{
+			fprintf(stderr, "search: %s\n", gi_host_backend()->last_error());
+			exit(1);
+		}
+		for (uint32_t j = 0; j < (size_t) m * probes; j++)
+			out[(size_t) i * probes + j] = (uint32_t) h[j].key;
 	}
+	free(h);
+	free(f);
 }
 
 /* the tile blocks of one batch at `chunk` slabs a block: blocks, block-rounds, longest */
@@ -121,28 +121,33 @@ main(int argc, char **argv)
 	uint32_t   *slabs = calloc(nl, sizeof(uint32_t));
 	uint32_t   *units = malloc(nl * sizeof(uint32_t));
 	uint32_t	maxrows = 0;
+	gi_store   *cs = NULL;
 
 	if (nq > NQ)
 		nq = NQ;
 	synth_generate(N, dim, ncl, NQ, nl, centers, x, keys, qs, cent);
-#pragma omp parallel for schedule(static)
-	for (uint32_t i = 0; i < N; i++)
 	{
-		float		best = 0.0f;
-		uint32_t	bl = 0;
+		gi_store_params sp;
+		uint32_t   *zero = calloc(nl, sizeof(uint32_t));
+		uint64_t   *ids = malloc(nl * sizeof(uint64_t));
 
+		memset(&sp, 0, sizeof(sp));
+		sp.nlists = 1;
+		sp.record_bytes = dim * 4;
+		sp.chunk_slabs = 4;
+		sp.key_mode = GI_KEYS_ANY;
 		for (uint32_t l = 0; l < nl; l++)
+			ids[l] = l;
+		if (dim > 4096 || gi_host_backend()->store_create(&sp, &cs) != GI_OK ||
+			gi_host_backend()->store_insert(cs, nl, zero, ids, cent, NULL) != GI_OK)
 		{
-			float		v = dist2(x + (size_t) i * dim, cent + (size_t) l * dim, dim);
-
-			if (l == 0 || v < best)
-			{
-				best = v;
-				bl = l;
-			}
+			fprintf(stderr, "centroid store: %s\n", gi_host_backend()->last_error());
+			return 1;
 		}
-		lists[i] = bl;
+		free(zero);
+		free(ids);
 	}
+	nearest_lists(cs, dim, N, x, 1, lists);
 	for (uint32_t i = 0; i < N; i++)
 		rows[lists[i]]++;
 	for (uint32_t l = 0; l < nl; l++)
@@ -176,14 +181,7 @@ main(int argc, char **argv)
 		}
 		nb = nq / B;
 		pr = malloc((size_t) nb * B * P * sizeof(uint32_t));
-#pragma omp parallel for schedule(dynamic, 8)
-		for (uint32_t q = 0; q < nb * B; q++)
-		{
-			float	   *d = malloc(nl * sizeof(float));
-
-			probe_lists(qs + (size_t) q * dim, cent, nl, dim, P, d, pr + (size_t) q * P);
-			free(d);
-		}
+		nearest_lists(cs, dim, nb * B, qs, P, pr);
 		for (uint32_t b = 0; b < nb; b++)
 		{
 			memset(units, 0, nl * sizeof(uint32_t));
