@@ -471,6 +471,19 @@ expect_ivf_same(const ivf_case *c, gi_metric metric, uint32_t nq,
 
 	single_thread();
 	ivf_run(c, metric, nq, queries, probes, k, &h1, &f1);
+	/* a batch (scanned list by list) answers as its queries one at a time */
+	for (uint32_t q = 0; nq > 1 && q < nq; q++)
+	{
+		gi_hit	   *ho;
+		uint32_t   *fo;
+
+		ivf_run(c, metric, 1, queries + (size_t) q * c->dim, probes, k, &ho, &fo);
+		if (fo[0] != f1[q] || memcmp(ho, h1 + (size_t) q * k, sizeof(gi_hit) * k) != 0)
+			fail_msg("metric %d nq %u probes %u k %u: query %u alone answers otherwise",
+					 metric, nq, probes, k, q);
+		free(ho);
+		free(fo);
+	}
 	for (uint32_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 	{
 		gi_hit	   *hn;

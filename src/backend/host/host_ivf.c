@@ -242,6 +242,10 @@ gi_host_slot_distance(gi_metric metric, uint32_t dim, const float *q,
 /* below this many live slots, computing only those beats a full slab pass */
 #define GI_HOST_SPARSE_SLAB 8
 
+/* queries a task scans list by list at least, and the scratch of a task's */
+#define GI_HOST_TILE_QUERIES	8
+#define GI_HOST_TILE_SCRATCH	((size_t) 16 << 20)
+
 /* a query's probed lists are split between threads only for k up to this */
 #define GI_HOST_SPLIT_MAX_CAP	1024
 
@@ -269,6 +273,16 @@ typedef struct gi_host_ivf_job
 	uint32_t	qchunk;
 	gi_host_cand *wbest;
 	gi_host_cand *wlists;
+
+	/*
+	 * Tiles (float vectors, several queries a task): per worker a heap of
+	 * cap for each of the task's queries (in wbest), their probed lists (in
+	 * wlists), (list, query) pairs and the queries' norms.
+	 */
+	bool		tiles;
+	uint64_t   *tpairs;
+	double	   *tnorm;
+	uint32_t   *theapn;
 
 	/*
 	 * Few queries: each query's lists (qlists, probes a query) are split
@@ -318,6 +332,40 @@ gi_host_ivf_rank_lists(const gi_host_ivf_job *job, const float *qv, double qnorm
 	}
 }
 
+/* every live record of one slab (float vectors) into best */
+static void
+gi_host_ivf_scan_slab(const gi_host_ivf_job *job, const float *qv, double qnorm2,
+					  const gi_host_slab_view *view, gi_host_topk *best)
+{
+	uint32_t	bits = view->bitmap;
+
+	if (view->count < GI_HOST_SPARSE_SLAB)
+	{
+		while (bits)
+		{
+			uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+			double		d = gi_host_slot_distance(job->metric, job->dim, qv, qnorm2,
+												  view->payload, slot);
+
+			bits &= bits - 1;
+			gi_host_topk_push(best, gi_host_rank_value(d), view->keys[slot]);
+		}
+	}
+	else
+	{
+		double		d[GI_SLAB_RECORDS];
+
+		gi_host_slab_distances(job->metric, job->dim, qv, qnorm2, view->payload, d);
+		while (bits)
+		{
+			uint32_t	slot = (uint32_t) __builtin_ctz(bits);
+
+			bits &= bits - 1;
+			gi_host_topk_push(best, gi_host_rank_value(d[slot]), view->keys[slot]);
+		}
+	}
+}
+
 /* every live record of one list (float vectors) into best */
 static void
 gi_host_ivf_scan_vectors(const gi_host_ivf_job *job, const float *qv, double qnorm2,
@@ -328,34 +376,7 @@ gi_host_ivf_scan_vectors(const gi_host_ivf_job *job, const float *qv, double qno
 
 	while (slab != GI_NIL && gi_host_store_slab(job->store, slab, &view))
 	{
-		uint32_t	bits = view.bitmap;
-
-		if (view.count < GI_HOST_SPARSE_SLAB)
-		{
-			while (bits)
-			{
-				uint32_t	slot = (uint32_t) __builtin_ctz(bits);
-				double		d = gi_host_slot_distance(job->metric, job->dim, qv, qnorm2,
-													  view.payload, slot);
-
-				bits &= bits - 1;
-				gi_host_topk_push(best, gi_host_rank_value(d), view.keys[slot]);
-			}
-		}
-		else
-		{
-			double		d[GI_SLAB_RECORDS];
-
-			gi_host_slab_distances(job->metric, job->dim, qv, qnorm2,
-								   view.payload, d);
-			while (bits)
-			{
-				uint32_t	slot = (uint32_t) __builtin_ctz(bits);
-
-				bits &= bits - 1;
-				gi_host_topk_push(best, gi_host_rank_value(d[slot]), view.keys[slot]);
-			}
-		}
+		gi_host_ivf_scan_slab(job, qv, qnorm2, &view, best);
 		slab = view.next;
 	}
 }
@@ -422,6 +443,95 @@ gi_host_ivf_query_task(void *arg, uint32_t task, uint32_t worker)
 		for (p = 0; p < lists.n; p++)
 			gi_host_ivf_scan_list(job, qv, qnorm2, (uint32_t) lists.v[p].id, worker, &best);
 		gi_host_ivf_emit(job, q, &best);
+	}
+	return GI_OK;
+}
+
+static int
+gi_host_pair_cmp(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * task: queries [task * qchunk, ...) list by list.  Each query's lists are
+ * ranked, the (list, query) pairs sorted, and each list's slabs read once
+ * for all the task's queries that probe it, the slab still in cache for
+ * the next query.  Each query's heap gets the same records as in the
+ * query-by-query scan, so the same answer.
+ */
+static gi_status
+gi_host_ivf_tile_task(void *arg, uint32_t task, uint32_t worker)
+{
+	const gi_host_ivf_job *job = arg;
+	uint32_t	first = task * job->qchunk;
+	uint32_t	nt = job->nq - first < job->qchunk ? job->nq - first : job->qchunk;
+	size_t		cap1 = job->cap > 0 ? job->cap : 1;
+	gi_host_cand *wbest = job->wbest + (size_t) worker * job->qchunk * cap1;
+	gi_host_cand *wlists = job->wlists + (size_t) worker * job->qchunk * job->probes;
+	uint64_t   *pairs = job->tpairs + (size_t) worker * job->qchunk * job->probes;
+	double	   *norm = job->tnorm + (size_t) worker * job->qchunk;
+	uint32_t   *heapn = job->theapn + (size_t) worker * job->qchunk;
+	size_t		npairs = 0;
+	size_t		i;
+	uint32_t	t;
+
+	for (t = 0; t < nt; t++)
+	{
+		const float *qv = gi_host_ivf_query(job, first + t, &norm[t]);
+		gi_host_topk lists;
+		uint32_t	p;
+
+		lists.v = wlists + (size_t) t * job->probes;
+		lists.cap = job->probes;
+		gi_host_ivf_rank_lists(job, qv, norm[t], &lists);
+		for (p = 0; p < lists.n; p++)
+			pairs[npairs++] = (lists.v[p].id << 32) | t;
+		heapn[t] = 0;
+	}
+	qsort(pairs, npairs, sizeof(uint64_t), gi_host_pair_cmp);
+
+	for (i = 0; i < npairs;)
+	{
+		uint32_t	list = (uint32_t) (pairs[i] >> 32);
+		size_t		end = i;
+		uint32_t	slab = gi_host_store_list_head(job->store, list);
+		gi_host_slab_view view;
+
+		while (end < npairs && (uint32_t) (pairs[end] >> 32) == list)
+			end++;
+		while (slab != GI_NIL && gi_host_store_slab(job->store, slab, &view))
+		{
+			size_t		j;
+
+			for (j = i; j < end; j++)
+			{
+				uint32_t	qt = (uint32_t) pairs[j];
+				gi_host_topk best;
+
+				best.v = wbest + (size_t) qt * cap1;
+				best.cap = job->cap;
+				best.n = heapn[qt];
+				gi_host_ivf_scan_slab(job, job->queries + (size_t) (first + qt) * job->dim,
+									  norm[qt], &view, &best);
+				heapn[qt] = best.n;
+			}
+			slab = view.next;
+		}
+		i = end;
+	}
+
+	for (t = 0; t < nt; t++)
+	{
+		gi_host_topk best;
+
+		best.v = wbest + (size_t) t * cap1;
+		best.cap = job->cap;
+		best.n = heapn[t];
+		gi_host_ivf_emit(job, first + t, &best);
 	}
 	return GI_OK;
 }
@@ -663,21 +773,50 @@ gi_host_ivf_search_lists(gi_store *store, const float *centroids,
 	}
 	else
 	{
-		/* whole queries a task, a few tasks a worker so that they even out */
+		/*
+		 * Whole queries a task, a few tasks a worker so that they even out;
+		 * for float vectors at least a few queries a task (when there are
+		 * as many), scanned list by list, as many as the scratch holds.
+		 */
+		size_t		per_query = (cap1 + probes) * sizeof(gi_host_cand) +
+			probes * sizeof(uint64_t) + sizeof(double) + sizeof(uint32_t);
+		size_t		qmax = GI_HOST_TILE_SCRATCH / per_query;
+		uint32_t	least = (nq + workers - 1) / workers;
+
 		job.qchunk = workers > 1 ? nq / (4 * workers) : nq;
+		if (scorer == NULL && job.qchunk < GI_HOST_TILE_QUERIES)
+			job.qchunk = least < GI_HOST_TILE_QUERIES ? least : GI_HOST_TILE_QUERIES;
+		job.tiles = scorer == NULL && nq > 1;
+		if (job.tiles && job.qchunk > qmax)
+			job.qchunk = (uint32_t) (qmax > 0 ? qmax : 1);
 		if (job.qchunk == 0)
 			job.qchunk = 1;
-		job.wbest = malloc(sizeof(gi_host_cand) * cap1 * workers);
-		job.wlists = malloc(sizeof(gi_host_cand) * probes * workers);
-		if (job.wbest == NULL || job.wlists == NULL)
+		if (job.qchunk == 1)
+			job.tiles = false;
+		job.wbest = malloc(sizeof(gi_host_cand) * cap1 * workers *
+						   (job.tiles ? job.qchunk : 1));
+		job.wlists = malloc(sizeof(gi_host_cand) * probes * workers *
+							(job.tiles ? job.qchunk : 1));
+		if (job.tiles)
+		{
+			job.tpairs = malloc(sizeof(uint64_t) * probes * workers * job.qchunk);
+			job.tnorm = malloc(sizeof(double) * workers * job.qchunk);
+			job.theapn = malloc(sizeof(uint32_t) * workers * job.qchunk);
+		}
+		if (job.wbest == NULL || job.wlists == NULL ||
+			(job.tiles && (job.tpairs == NULL || job.tnorm == NULL || job.theapn == NULL)))
 		{
 			gi_host_set_error("ivf_search: out of memory for %u candidates", job.cap);
 			st = GI_ERR_NOMEM;
 		}
 		else
 			st = gi_host_pool_run((nq + job.qchunk - 1) / job.qchunk, workers,
-								  gi_host_ivf_query_task, &job);
+								  job.tiles ? gi_host_ivf_tile_task : gi_host_ivf_query_task,
+								  &job);
 	}
+	free(job.tpairs);
+	free(job.tnorm);
+	free(job.theapn);
 	free(job.wbest);
 	free(job.wlists);
 	free(job.qlists);
