@@ -63,7 +63,7 @@
 #define GI_CU_TILE_Q		8
 #define GI_CU_TILE_SMEM_MAX	((size_t) 100 << 10)
 /* a tile's blocks for a long list: slabs a block, and blocks a tile at most */
-#define GI_CU_TILE_CHUNK	64
+#define GI_CU_TILE_CHUNK	128
 #define GI_CU_TILE_SPLIT	16
 /*
  * groups per query from which the few-query scan takes the slab directory
@@ -1226,16 +1226,19 @@ gi_cuda_ivf_set_tile_chunk(int slabs)
 /*
  * Blocks a tile for the longest list (at most GI_CU_TILE_SPLIT, and as
  * many partial lists as the merge takes and the scratch budget holds), or
- * 1 when the tiles walk the chains; *chunk gets the slabs a block.
+ * 1 when the tiles walk the chains; *chunk gets the slabs a block, *dir
+ * whether the tiles read the slab directory (whenever it is current, also
+ * for one block a tile: its slab numbers load in parallel, not a chain).
  */
 static uint32_t
 gi_cu_tile_split(gi_store *s, gi_cu_ivf *iv, const gi_scan_args &a, size_t units,
-				 uint32_t *chunk)
+				 uint32_t *chunk, bool *dir)
 {
 	uint32_t	n;
 
 	*chunk = gi_cu_tile_chunk > 0 ? (uint32_t) gi_cu_tile_chunk : GI_CU_TILE_CHUNK;
-	if (gi_cu_tile_chunk < 0 || !gi_cu_ivf_dir_ready(s, iv))
+	*dir = gi_cu_tile_chunk >= 0 && gi_cu_ivf_dir_ready(s, iv);
+	if (!*dir)
 		return 1;
 	n = gi_cu_div_up(iv->dir.maxcount, *chunk);
 	if (n > GI_CU_TILE_SPLIT)
@@ -1371,6 +1374,7 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 			uint32_t	grid;
 			uint32_t	nsplit;
 			uint32_t	chunk;
+			bool		tiledir;
 			const uint32_t *tdir;
 			const uint32_t *toff;
 
@@ -1401,7 +1405,7 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 												 (const unsigned char *) iv->s_tflag.p,
 												 (uint32_t *) iv->s_tile.p,
 												 seg + s->params.nlists, (int64_t) n, s->ss));
-			nsplit = gi_cu_tile_split(s, iv, a, n, &chunk);
+			nsplit = gi_cu_tile_split(s, iv, a, n, &chunk, &tiledir);
 			st = gi_cu_partials(iv, &a, n * nsplit);
 			if (st != GI_OK)
 				return st;
@@ -1415,8 +1419,8 @@ gi_cu_fast(gi_store *s, gi_cu_ivf *iv, gi_scan_args a, uint32_t qc, gi_hit *d_hi
 			grid = (uint32_t) (n / GI_CU_TILE_Q +
 							   (n < s->params.nlists ? n : s->params.nlists));
 			smem = gi_tile_smem(GI_CU_TILE_Q, cap, a.W);
-			tdir = nsplit > 1 ? (const uint32_t *) iv->dir.d_dir.p : NULL;
-			toff = nsplit > 1 ? (const uint32_t *) iv->dir.d_off.p : NULL;
+			tdir = tiledir ? (const uint32_t *) iv->dir.d_dir.p : NULL;
+			toff = tiledir ? (const uint32_t *) iv->dir.d_off.p : NULL;
 			if (gi_cu_tile_slabs() == 1)
 				st = gi_cu_scan_tiles<1>(s, a, grid * nsplit, smem, tdir, toff, nsplit, chunk);
 			else
