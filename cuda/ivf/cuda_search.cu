@@ -655,10 +655,11 @@ gi_tile_smem(int Q, uint32_t cap, uint32_t W)
  * list's own split (enough blocks for `chunk` slabs each, at most nsplit),
  * so a long list no longer sets the kernel's time alone; a block past its
  * list's split only marks its partial lists empty.  A unit's partial list
- * s is number u * nsplit + s.
+ * s is number u * nsplit + s.  Three blocks an SM where one slab a warp
+ * fits the registers that leaves (two slabs a warp would spill).
  */
 template <int Q, int S>
-__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, 2)
+__global__ void __launch_bounds__(GI_CU_SCAN_THREADS, S == 1 ? 3 : 2)
 gi_k_scan_tile(gi_scan_args a, const uint32_t *dir, const uint32_t *off, uint32_t nsplit,
 			   uint32_t chunk)
 {
