@@ -14,6 +14,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "gi_kind_ivfpq.h"
 #include "gi_pq_select.h"
@@ -99,6 +102,53 @@ gi_host_pq_kind_free(void *p)
 }
 
 /*
+ * The L2 table of 2-d sub-spaces: the residual's two coordinates once a
+ * sub-space, then per entry the same double operations in the same order
+ * as the general loop below (two entries at a time with SSE2), so the same
+ * values.
+ */
+static void
+gi_host_pq_lut_l2d2(const gi_ivfpq_state *st, const float *q, const float *c,
+					const float *books, float *lut)
+{
+	uint32_t	ksub = st->ksub;
+
+	for (uint32_t s = 0; s < st->m; s++)
+	{
+		const float *book = books + (size_t) s * ksub * 2;
+		double		r0 = (double) q[2 * s] - c[2 * s];
+		double		r1 = (double) q[2 * s + 1] - c[2 * s + 1];
+		float	   *out = lut + (size_t) s * ksub;
+		uint32_t	e = 0;
+
+#ifdef __SSE2__
+		__m128d		r = _mm_set_pd(r1, r0);
+
+		for (; e + 2 <= ksub; e += 2)
+		{
+			__m128		v = _mm_loadu_ps(book + 2 * e);
+			__m128d		a = _mm_sub_pd(r, _mm_cvtps_pd(v));
+			__m128d		b = _mm_sub_pd(r, _mm_cvtps_pd(_mm_movehl_ps(v, v)));
+
+			a = _mm_mul_pd(a, a);
+			b = _mm_mul_pd(b, b);
+			/* (x² + y²) of entry e, then of e + 1 */
+			_mm_storel_pi((__m64 *) (out + e),
+						  _mm_cvtpd_ps(_mm_add_pd(_mm_unpacklo_pd(a, b),
+												  _mm_unpackhi_pd(a, b))));
+		}
+#endif
+		for (; e < ksub; e++)
+		{
+			double		d0 = r0 - book[2 * e];
+			double		d1 = r1 - book[2 * e + 1];
+
+			out[e] = (float) (d0 * d0 + d1 * d1);
+		}
+	}
+}
+
+/*
  * The table of one (query, list): lut[s * ksub + e] for sub-space s and
  * entry e (not written when !table); returns the list's constant (IP and
  * cosine: q.c; L2: 0).
@@ -113,6 +163,11 @@ gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *l
 	const float *books = gi_ivfpq_state_codebooks(st);
 	double		qc = 0.0;
 
+	if (table && st->ivf.metric == GI_METRIC_L2 && dsub == 2)
+	{
+		gi_host_pq_lut_l2d2(st, q, c, books, lut);
+		table = false;
+	}
 	for (uint32_t s = 0; table && s < st->m; s++)
 	{
 		const float *qs = q + (size_t) s * dsub;
