@@ -28,6 +28,7 @@
 #   on one core while the session checks rows on another, as beside a GPU; 0 for pgbench
 #   runs that should use every core] AB_PORT [55450] AB_DIR [/tmp/gpuindex-bench-ab]
 #   AB_CONF [none: lines added to postgresql.conf, e.g. "gpuindex.client_spin_us = 100"]
+#   AB_INDEX_OPTS [none: more index options, e.g. "quantizer = 'pq'"]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$(dirname "$here")")
@@ -99,7 +100,7 @@ CREATE TABLE t (id bigint, v real[]) WITH (autovacuum_enabled = off);
 INSERT INTO t SELECT i, ARRAY(SELECT random()::real FROM generate_series(1, $dim) WHERE i > 0)
   FROM generate_series(1, $rows) i;
 SET maintenance_work_mem = '1GB';
-CREATE INDEX t_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = $lists);
+CREATE INDEX t_idx ON t USING gpuivf (v real_l2_ops) WITH (lists = $lists${AB_INDEX_OPTS:+, $AB_INDEX_OPTS});
 VACUUM ANALYZE t;
 CREATE TABLE q AS SELECT j, ARRAY(SELECT random()::real FROM generate_series(1, $dim) WHERE j > 0) AS v
   FROM generate_series(1, $nq) j;

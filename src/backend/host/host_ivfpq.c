@@ -162,13 +162,11 @@ gi_host_pq_lut(const gi_ivfpq_state *st, const float *q, uint32_t list, float *l
 	const float *c = gi_ivfpq_state_centroids(st) + (size_t) list * dim;
 	const float *books = gi_ivfpq_state_codebooks(st);
 	double		qc = 0.0;
+	bool		l2d2 = st->ivf.metric == GI_METRIC_L2 && dsub == 2;
 
-	if (table && st->ivf.metric == GI_METRIC_L2 && dsub == 2)
-	{
+	if (table && l2d2)
 		gi_host_pq_lut_l2d2(st, q, c, books, lut);
-		table = false;
-	}
-	for (uint32_t s = 0; table && s < st->m; s++)
+	for (uint32_t s = 0; table && !l2d2 && s < st->m; s++)
 	{
 		const float *qs = q + (size_t) s * dsub;
 		const float *cs = c + (size_t) s * dsub;
